@@ -1,0 +1,86 @@
+# ovl-snapshots: the one entry point.  'make help' lists the targets.
+SHELL := /bin/bash
+.DEFAULT_GOAL := kernel
+
+# DEBUG=1: lockdep, KASAN, ... (what check, demo and run use unless told);
+# plain 'make kernel' builds the lean variant.
+ifeq ($(origin DEBUG),undefined)
+KERNEL_DEBUG := 0
+RUN_DEBUG := 1
+else
+KERNEL_DEBUG := $(DEBUG)
+RUN_DEBUG := $(DEBUG)
+endif
+KDIR_1 := build/kernel-debug
+KDIR_0 := build/kernel
+RUN_KERNEL := $(KDIR_$(RUN_DEBUG))/bzImage
+
+# Commands the targets need; 'make deps' installs them.
+DEP_CMDS := gcc make flex bison bc cpio ccache qemu-system-x86_64 sparse spatch \
+	    mkfs.ext4 mkfs.xfs mkfs.btrfs busybox python3 setfattr setfacl perl
+DEPS_OK = $(shell for c in $(DEP_CMDS); do command -v $$c >/dev/null || echo $$c; done)
+
+help: ## this list
+	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | \
+		awk -F':.*## ' '{ printf "  make %-12s %s\n", $$1, $$2 }'
+	@echo "  variables: DEBUG=0|1  CMD='...' (run)  LINUX_TARBALL=path  FORCE=1 (linux)"
+
+deps: ## install the Debian packages everything needs (root)
+	scripts/deps.sh
+
+need-deps:
+	@missing="$(DEPS_OK)"; if [ -n "$$missing" ]; then \
+		echo "missing: $$missing; running 'make deps'"; scripts/deps.sh; fi
+
+linux: ## (re)create linux/ from the pinned tarball and patches/
+	scripts/linux-tree.sh
+
+export: ## rewrite patches/ from the commits in linux/
+	scripts/export.sh
+
+linux/.git:
+	scripts/linux-tree.sh
+
+kernel: need-deps linux/.git ## build bzImage (DEBUG=1: the debug variant)
+	DEBUG=$(KERNEL_DEBUG) scripts/build-kernel.sh
+
+run-kernel: need-deps linux/.git
+	DEBUG=$(RUN_DEBUG) scripts/build-kernel.sh
+
+selftests: need-deps linux/.git ## build the selftests (static, for the guest)
+	$(MAKE) -s -C selftests
+
+run: run-kernel selftests ## boot the guest: a shell, or CMD='...'
+	KERNEL=$(RUN_KERNEL) qemu/boot.sh $(CMD)
+
+guest-check: run-kernel selftests
+	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/check qemu/boot.sh \
+		qemu/guest-selftests.sh $(TESTS) || rc=$$?; \
+	echo "== selftests in the guest (guest exit $$rc) =="; \
+	qemu/ktap.py build/run/check/output.log build/run/check/console.log \
+		$(if $(ALLOW_SKIP),--allow-skip) && [ $$rc = 0 ]
+
+check: test-tools static guest-check ## everything: tool tests, static checks, selftests in the guest
+
+demo: run-kernel selftests ## boot the guest and run the demo
+	KERNEL=$(RUN_KERNEL) TIMEOUT=600 qemu/boot.sh qemu/demo.sh
+
+test-tools: ## unit tests of the runner itself
+	python3 -m unittest discover -s qemu -p 'test_*.py'
+
+static: checkpatch sparse cocci ## all static checks of the series
+
+checkpatch: linux/.git ## scripts/checkpatch.pl --strict on every patch
+	scripts/checkpatch.sh
+
+sparse: need-deps linux/.git ## sparse (C=2) on dirs the series touches, new warnings fail
+	scripts/sparse.sh
+
+cocci: need-deps linux/.git ## coccinelle report on files the series touches, new reports fail
+	scripts/cocci.sh
+
+clean: ## remove build/ (keeps linux/ and the ccache)
+	rm -rf build
+
+.PHONY: help deps need-deps linux export kernel run-kernel selftests run guest-check \
+	check demo test-tools static checkpatch sparse cocci clean

@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: GPL-2.0
+"""Summarise a guest run: KTAP results of the selftests plus the console.
+
+usage: ktap.py OUTPUT_LOG CONSOLE_LOG [--allow-skip]
+
+Counts every leaf test result in the kselftest-runner KTAP of OUTPUT_LOG
+(a test binary that died before reporting its subtests counts as one
+failure, and so does every subtest its plan announced but never reported),
+scans CONSOLE_LOG for kernel warnings, and prints one line per test binary
+and a closing 'Totals: N passed, N failed, N skipped'.  Exit status 1 if
+anything failed, the console is not clean, or (without --allow-skip)
+anything was skipped.
+"""
+
+import re
+import sys
+
+RESULT = re.compile(r'^(not ok|ok) (\d+) (.*?)(?: # (SKIP|skip|TODO|exit=\d+)\b ?(.*))?$')
+PLAN = re.compile(r'^1\.\.(\d+)')
+# What the kernel prints when something went wrong, whatever the test said.
+CONSOLE_BAD = re.compile(
+    r'WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace'
+    r'|lockdep|KASAN|UBSAN|kmemleak|possible recursive locking'
+    r'|circular locking dependency|INFO: task .* blocked')
+
+
+class Binary:
+    def __init__(self, name):
+        self.name = name
+        self.passed, self.failed, self.skipped = [], [], []
+        self.plan = None
+        self.top = None  # ('ok'|'not ok', directive)
+
+    def counts(self):
+        failed = list(self.failed)
+        reported = len(self.passed) + len(self.failed) + len(self.skipped)
+        if self.plan is not None and reported < self.plan:
+            failed += ['%d planned subtests never reported' % (self.plan - reported)]
+        if reported == 0 and self.top:
+            if self.top[0] == 'ok' and self.top[1] == 'SKIP':
+                return 0, failed, ['(whole binary skipped)']
+            if self.top[0] == 'ok':
+                return 0, failed + ['(no subtest results)'], []
+        if self.top is None:
+            failed.append('(no result: the run stopped inside this test)')
+        elif self.top[0] == 'not ok' and not failed:
+            failed.append('(binary exited non-zero: %s)' % (self.top[1] or '?'))
+        return len(self.passed), failed, self.skipped
+
+
+def parse_output(lines):
+    binaries = []
+    cur = None
+    for raw in lines:
+        line = raw.rstrip('\n')
+        if line.startswith('# selftests: '):
+            cur = Binary(line[len('# selftests: '):].split(': ')[-1])
+            binaries.append(cur)
+            continue
+        if line.startswith('# '):
+            if cur is None:
+                continue
+            inner = line[2:]
+            m = PLAN.match(inner)
+            if m and cur.plan is None:
+                cur.plan = int(m.group(1))
+                continue
+            m = RESULT.match(inner)
+            if m:
+                status, _, name, directive, reason = m.groups()
+                if directive and directive.upper() == 'SKIP':
+                    cur.skipped.append('%s: %s' % (name, reason or 'no reason given'))
+                elif status == 'ok':
+                    cur.passed.append(name)
+                else:
+                    cur.failed.append(name)
+            continue
+        m = RESULT.match(line)
+        if m and cur is not None:
+            cur.top = (m.group(1), m.group(4))
+    return binaries
+
+
+def scan_console(lines):
+    return [l.rstrip('\n') for l in lines if CONSOLE_BAD.search(l)]
+
+
+def summarise(output_lines, console_lines, allow_skip=False, out=sys.stdout):
+    binaries = parse_output(output_lines)
+    bad_console = scan_console(console_lines)
+    tp = tf = ts = 0
+    for b in binaries:
+        p, f, s = b.counts()
+        tp, tf, ts = tp + p, tf + len(f), ts + len(s)
+        print('%s: %d passed, %d failed, %d skipped' % (b.name, p, len(f), len(s)), file=out)
+        for name in f:
+            print('  FAIL %s' % name, file=out)
+        for name in s:
+            print('  SKIP %s' % name, file=out)
+    if not binaries:
+        print('no selftest results at all', file=out)
+        tf += 1
+    if bad_console:
+        print('console: %d suspicious kernel lines:' % len(bad_console), file=out)
+        for l in bad_console[:20]:
+            print('  ' + l, file=out)
+        tf += 1
+    else:
+        print('console: clean', file=out)
+    print('Totals: %d passed, %d failed, %d skipped' % (tp, tf, ts), file=out)
+    return 1 if tf or (ts and not allow_skip) else 0
+
+
+def main(argv):
+    args = [a for a in argv[1:] if not a.startswith('--')]
+    if len(args) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    with open(args[0], errors='replace') as o, open(args[1], errors='replace') as c:
+        return summarise(o.readlines(), c.readlines(), '--allow-skip' in argv)
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv))

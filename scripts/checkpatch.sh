@@ -1,0 +1,22 @@
+#!/bin/sh
+# checkpatch.pl --strict on every patch in patches/series; any ERROR,
+# WARNING or CHECK fails.
+set -eu
+
+[ -f patches/series ] || { echo "checkpatch: no patches/series"; exit 0; }
+n=0 bad=0
+for p in $(grep -v '^[[:space:]]*\(#\|$\)' patches/series); do
+	n=$((n + 1))
+	if ! out=$(cd linux && scripts/checkpatch.pl --strict --quiet --no-summary \
+			--show-types "../patches/$p" 2>&1); then
+		echo "checkpatch: $p:"
+		echo "$out" | sed 's/^/  /'
+		bad=$((bad + 1))
+	elif [ -n "$out" ]; then
+		echo "checkpatch: $p:"
+		echo "$out" | sed 's/^/  /'
+		bad=$((bad + 1))
+	fi
+done
+echo "checkpatch: $n patches, $bad with findings"
+[ $bad = 0 ]
