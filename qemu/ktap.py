@@ -21,8 +21,10 @@ PLAN = re.compile(r'^1\.\.(\d+)')
 # What the kernel prints when something went wrong, whatever the test said.
 CONSOLE_BAD = re.compile(
     r'WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace'
-    r'|lockdep|KASAN|UBSAN|kmemleak|possible recursive locking'
-    r'|circular locking dependency|INFO: task .* blocked')
+    r'|lockdep is turned off|DEBUG_LOCKS_WARN_ON|inconsistent lock state'
+    r'|possible recursive locking|circular locking dependency'
+    r'|suspicious RCU usage|BUG: KASAN|UBSAN:|kmemleak: .* new suspected'
+    r'|INFO: task .* blocked')
 
 
 class Binary:

@@ -26,7 +26,8 @@ ok 1 selftests: ovl-snapshots: smoke
 
 BOOT = ["[    0.000000] Linux version 6.12.95\n",
         "[    0.100000] Lock dependency validator: Copyright (c) 2006 Red Hat, Inc.\n",
-        "[    0.200000] kasan: KernelAddressSanitizer initialized\n"]
+        "[    0.200000] kasan: KernelAddressSanitizer initialized\n",
+        "[    0.000000] rcu: \tRCU lockdep checking is enabled.\n"]
 
 
 def run(output, console=BOOT, allow_skip=False):
@@ -84,6 +85,8 @@ class TestSummary(unittest.TestCase):
                     '[  5.1] BUG: KASAN: slab-use-after-free in f+0x1\n',
                     '[  5.1] WARNING: possible circular locking dependency detected\n',
                     '[  5.1] Call Trace:\n',
+                    '[  5.1] WARNING: suspicious RCU usage\n',
+                    '[  5.1] UBSAN: shift-out-of-bounds in fs/x.c:1:2\n',
                     '[  5.1] Kernel panic - not syncing: Attempted to kill init!\n']:
             rc, text = run(PASS, BOOT + [bad])
             self.assertEqual(1, rc, bad)
