@@ -40,24 +40,20 @@ bios=
 rootfs="-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
 rootfs="$rootfs -device virtio-9p-pci,fsdev=hostroot,mount_tag=/dev/root"
 cmdline="$KERNEL_CMDLINE init=$here/guest-init.sh ovl.cwd=$top"
+# What every boot has; only the console and the run dir differ below.
+common="$QEMU_MACHINE $bios -no-reboot -display none -kernel $kernel $rootfs $disks ${QEMU_EXTRA:-}"
 
 # shellcheck disable=SC2086 # word splitting of the option lists is wanted
 if [ $# -eq 0 ]; then
-	exec $QEMU $QEMU_MACHINE $bios -no-reboot -display none -serial mon:stdio \
-		-kernel "$kernel" -append "$cmdline quiet" \
-		$rootfs \
-		$disks ${QEMU_EXTRA:-}
+	exec $QEMU $common -serial mon:stdio -append "$cmdline quiet"
 fi
 
 printf '%s\n' "$*" >"$run/cmd"
 : >"$run/output.log"
 # shellcheck disable=SC2086
-timeout -k 10 "$timeout" $QEMU $QEMU_MACHINE $bios -no-reboot -display none \
-	-serial "file:$run/console.log" -monitor none \
-	-kernel "$kernel" -append "$cmdline ovl.run=$run" \
-	$rootfs \
-	-virtfs "local,path=$run,mount_tag=ovlrun,security_model=none,multidevs=remap" \
-	$disks ${QEMU_EXTRA:-} </dev/null &
+timeout -k 10 "$timeout" $QEMU $common -serial "file:$run/console.log" -monitor none \
+	-append "$cmdline ovl.run=$run" \
+	-virtfs "local,path=$run,mount_tag=ovlrun,security_model=none,multidevs=remap" </dev/null &
 qpid=$!
 tail -n +1 -f --pid=$qpid "$run/output.log" &
 tpid=$!

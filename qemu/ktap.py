@@ -23,7 +23,7 @@ CONSOLE_BAD = re.compile(
     r'WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace'
     r'|lockdep is turned off|DEBUG_LOCKS_WARN_ON|inconsistent lock state'
     r'|possible recursive locking|circular locking dependency'
-    r'|suspicious RCU usage|BUG: KASAN|UBSAN:|kmemleak: .* new suspected'
+    r'|suspicious RCU usage|UBSAN:|kmemleak: .* new suspected'
     r'|INFO: task .* blocked')
 
 
