@@ -65,6 +65,18 @@ check: test-tools static guest-check ## everything: tool tests, static checks, s
 demo: run-kernel selftests ## boot the guest and run the demo
 	KERNEL=$(RUN_KERNEL) TIMEOUT=600 qemu/boot.sh qemu/demo.sh
 
+bench: need-deps linux/.git ## hook overhead: vanilla v6.12.95 vs patched, lean kernels, under TCG
+	DEBUG=0 scripts/build-kernel.sh
+	VANILLA=1 scripts/build-kernel.sh
+	mkdir -p build/bench
+	$(CC) -O2 -Wall -Wextra -Werror -static -o build/bench/premod_bench bench/premod_bench.c
+	KERNEL=build/kernel-vanilla/bzImage RUN_DIR=build/run/bench-vanilla TIMEOUT=1800 \
+		qemu/boot.sh qemu/guest-bench.sh vanilla
+	KERNEL=build/kernel/bzImage RUN_DIR=build/run/bench-patched TIMEOUT=1800 \
+		qemu/boot.sh qemu/guest-bench.sh patched
+	bench/table.py build/run/bench-vanilla/output.log build/run/bench-patched/output.log \
+		| tee build/bench/table.md
+
 test-tools: ## unit tests of the runner itself
 	python3 -m unittest discover -s qemu -p 'test_*.py'
 
@@ -82,5 +94,5 @@ cocci: need-deps linux/.git ## coccinelle report on files the series touches, ne
 clean: ## remove build/ (keeps linux/ and the ccache)
 	rm -rf build
 
-.PHONY: help deps need-deps linux export kernel run-kernel selftests run guest-check \
+.PHONY: bench help deps need-deps linux export kernel run-kernel selftests run guest-check \
 	check demo test-tools static checkpatch sparse cocci clean

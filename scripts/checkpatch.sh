@@ -2,6 +2,9 @@
 # checkpatch.pl --strict on every patch in patches/series; any ERROR,
 # WARNING or CHECK fails.
 set -eu
+# checkpatch runs scripts/spdxcheck.py with "env python3", which needs
+# python3-ply: prefer Debian's python3 (which has it) over any other.
+PATH=/usr/bin:$PATH
 
 [ -f patches/series ] || { echo "checkpatch: no patches/series"; exit 0; }
 n=0 bad=0

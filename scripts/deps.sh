@@ -3,7 +3,7 @@
 set -eu
 
 pkgs="build-essential flex bison bc libelf-dev libssl-dev cpio kmod rsync xz-utils
-ccache qemu-system-x86 qemu-utils sparse coccinelle python3
+ccache qemu-system-x86 qemu-utils sparse coccinelle python3 python3-ply python3-git
 e2fsprogs xfsprogs btrfs-progs attr acl busybox-static util-linux fio
 git ca-certificates shellcheck"
 

@@ -1,0 +1,866 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The VFS pre-modification hooks, observed through the test consumer
+ * (CONFIG_FS_PREMOD_TEST, /sys/kernel/debug/fs_premod_test/).
+ *
+ * Each test watches a fresh directory "w" on the filesystem under test,
+ * runs one modification, and compares the consumer's log with the line
+ * it must have written: the operation, the object, the name and the range,
+ * with sizes, modes and inode numbers as they were before the change (the
+ * consumer reads them inside the hook).  The error tests make the consumer
+ * fail an operation and check that the filesystem did not change.
+ */
+#define _GNU_SOURCE
+#include <linux/aio_abi.h>
+#include <linux/fs.h>
+#include <linux/falloc.h>
+#include <linux/io_uring.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/uio.h>
+#include <sys/xattr.h>
+
+#include "scratch.h"
+#include "kselftest_harness.h"
+
+#define CTL "/sys/kernel/debug/fs_premod_test/"
+#define ERR_CONSUMER ECANCELED	/* what the consumer fails with */
+
+/* ATTR_* bits of include/linux/fs.h that the setattr hooks report */
+#define ATTR_MODE_BITS	0x41	/* ATTR_MODE | ATTR_CTIME */
+#define ATTR_UID_BITS	0x42	/* ATTR_UID | ATTR_CTIME */
+#define ATTR_GID_BITS	0x44	/* ATTR_GID | ATTR_CTIME */
+#define ATTR_TIMES_BITS	0x70	/* ATTR_ATIME | ATTR_MTIME | ATTR_CTIME */
+
+#ifndef RENAME_NOREPLACE
+#define RENAME_NOREPLACE (1 << 0)
+#define RENAME_EXCHANGE (1 << 1)
+#define RENAME_WHITEOUT (1 << 2)
+#endif
+
+FIXTURE(premod) {
+	char mnt[PATH_MAX];
+	char w[PATH_MAX];	/* the watched directory */
+	char f[PATH_MAX];	/* w/f: a 10-byte file */
+	char d[PATH_MAX];	/* w/d: an empty directory */
+	char out[PATH_MAX];	/* outside the watched subtree */
+	char buf[65536];
+};
+
+FIXTURE_VARIANT(premod) {
+	struct scratch_fs fs;
+};
+
+FIXTURE_VARIANT_ADD(premod, ext4) {
+	.fs = { .name = "ext4", .mkfs = "mkfs.ext4 -q -F" },
+};
+
+FIXTURE_VARIANT_ADD(premod, xfs) {
+	.fs = { .name = "xfs", .mkfs = "mkfs.xfs -q -f" },
+};
+
+FIXTURE_VARIANT_ADD(premod, btrfs) {
+	.fs = { .name = "btrfs", .mkfs = "mkfs.btrfs -q -f" },
+};
+
+FIXTURE_VARIANT_ADD(premod, tmpfs) {
+	.fs = { .name = "tmpfs" },
+};
+
+static int ctl(const char *file, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static int ctl(const char *file, const char *fmt, ...)
+{
+	char path[PATH_MAX], val[PATH_MAX];
+	va_list ap;
+	int fd, ret = 0;
+
+	va_start(ap, fmt);
+	vsnprintf(val, sizeof(val), fmt, ap);
+	va_end(ap);
+	snprintf(path, sizeof(path), CTL "%s", file);
+	fd = open(path, O_WRONLY);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, val, strlen(val)) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* The consumer's log since the last call */
+static const char *events(struct _test_data_premod *self)
+{
+	ssize_t n = scratch_read(CTL "events", self->buf, sizeof(self->buf));
+
+	if (n < 0)
+		snprintf(self->buf, sizeof(self->buf), "<events: %s>",
+			 strerror(-n));
+	return self->buf;
+}
+
+static unsigned long ino(const char *path)
+{
+	struct stat st;
+
+	if (lstat(path, &st))
+		return 0;
+	return st.st_ino;
+}
+
+static void join(char *buf, const char *dir, const char *name)
+{
+	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+}
+
+/* The expected log: printf-formatted lines */
+static const char *expect(char *buf, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static const char *expect(char *buf, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(buf, 1024, fmt, ap);
+	va_end(ap);
+	return buf;
+}
+
+FIXTURE_SETUP(premod)
+{
+	char p[PATH_MAX];
+	int ret;
+
+	if (access(CTL "watch", W_OK) &&
+	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) &&
+	    errno != EBUSY)
+		SKIP(return, "no debugfs: %s", strerror(errno));
+	if (access(CTL "watch", W_OK))
+		SKIP(return, "kernel without CONFIG_FS_PREMOD_TEST");
+
+	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/premod-%s",
+		 variant->fs.name);
+	ret = scratch_mount(&variant->fs, self->mnt);
+	if (ret == -ENODEV)
+		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
+	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+
+	join(self->w, self->mnt, "w");
+	join(self->f, self->w, "f");
+	join(self->d, self->w, "d");
+	join(self->out, self->mnt, "out");
+	ASSERT_EQ(0, mkdir(self->w, 0755));
+	ASSERT_EQ(0, mkdir(self->d, 0755));
+	ASSERT_EQ(0, mkdir(self->out, 0755));
+	ASSERT_EQ(0, scratch_write(self->f, "0123456789", O_EXCL));
+	ASSERT_EQ(0, chmod(self->f, 0644));
+	join(p, self->out, "g");
+	ASSERT_EQ(0, scratch_write(p, "abcdefghij", O_EXCL));
+
+	ctl("fail", "all 0");
+	ctl("done", "0");
+	ctl("quiet", "0");
+	ctl("selfwrite", "\n");
+	ctl("unwatch", "1");
+	ASSERT_EQ(0, ctl("watch", "%s", self->w));
+	events(self);
+}
+
+FIXTURE_TEARDOWN(premod)
+{
+	ctl("unwatch", "1");
+	ctl("fail", "all 0");
+	ctl("done", "0");
+	ctl("quiet", "0");
+	ctl("selfwrite", "\n");
+	umount2(self->mnt, MNT_DETACH);
+}
+
+/* File data and size */
+
+TEST_F(premod, write)
+{
+	char e[1024];
+	int fd;
+
+	fd = open(self->f, O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(3, pwrite(fd, "abc", 3, 5));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=5 len=3 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	/* write(2) at the file position, then past EOF */
+	ASSERT_EQ(12, lseek(fd, 12, SEEK_SET));
+	ASSERT_EQ(2, write(fd, "xy", 2));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=12 len=2 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	close(fd);
+}
+
+TEST_F(premod, writev_append)
+{
+	struct iovec iov[2] = {
+		{ .iov_base = "ab", .iov_len = 2 },
+		{ .iov_base = "cde", .iov_len = 3 },
+	};
+	char e[1024];
+	int fd;
+
+	fd = open(self->f, O_WRONLY | O_APPEND);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(5, writev(fd, iov, 2));
+	/* an appending write is reported at the end of file */
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=10 len=5 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	close(fd);
+}
+
+TEST_F(premod, truncate_ftruncate_otrunc)
+{
+	char e[1024];
+	int fd;
+
+	ASSERT_EQ(0, truncate(self->f, 4));
+	EXPECT_STREQ(expect(e, "truncate f ino=%lu pos=4 len=0 size=10 file=0\n",
+			    ino(self->f)), events(self));
+	fd = open(self->f, O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 100));
+	EXPECT_STREQ(expect(e, "truncate f ino=%lu pos=100 len=0 size=4 file=1\n",
+			    ino(self->f)), events(self));
+	close(fd);
+	fd = open(self->f, O_WRONLY | O_TRUNC);
+	ASSERT_LE(0, fd);
+	EXPECT_STREQ(expect(e, "truncate f ino=%lu pos=0 len=0 size=100 file=0\n",
+			    ino(self->f)), events(self));
+	close(fd);
+}
+
+TEST_F(premod, fallocate_modes)
+{
+	static const struct { int mode; const char *name; } modes[] = {
+		{ 0, "allocate" },
+		{ FALLOC_FL_KEEP_SIZE, "keep size" },
+		{ FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, "punch hole" },
+		{ FALLOC_FL_ZERO_RANGE, "zero range" },
+		{ FALLOC_FL_COLLAPSE_RANGE, "collapse range" },
+		{ FALLOC_FL_INSERT_RANGE, "insert range" },
+	};
+	char e[1024];
+	struct stat st;
+	unsigned int i;
+	int fd;
+
+	fd = open(self->f, O_RDWR);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, ftruncate(fd, 1 << 20));
+	events(self);
+	for (i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ASSERT_EQ(0, fstat(fd, &st));
+		if (fallocate(fd, modes[i].mode, 65536, 65536)) {
+			/* not every fs has every mode: then nothing happened */
+			EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("%s", modes[i].name);
+			EXPECT_STREQ(expect(e, "fallocate f ino=%lu pos=65536 len=65536 size=%lld file=1\n",
+					    ino(self->f), (long long)st.st_size),
+				     events(self)) TH_LOG("%s", modes[i].name);
+			continue;
+		}
+		EXPECT_STREQ(expect(e, "fallocate f ino=%lu pos=65536 len=65536 size=%lld file=1\n",
+				    ino(self->f), (long long)st.st_size),
+			     events(self)) TH_LOG("%s", modes[i].name);
+	}
+	close(fd);
+}
+
+TEST_F(premod, copy_splice_sendfile)
+{
+	char e[1024], src[PATH_MAX];
+	int in, out, pfd[2];
+	loff_t off_in = 0, off_out = 2;
+
+	join(src, self->out, "g");
+	in = open(src, O_RDONLY);
+	ASSERT_LE(0, in);
+	out = open(self->f, O_WRONLY);
+	ASSERT_LE(0, out);
+
+	ASSERT_EQ(4, syscall(__NR_copy_file_range, in, &off_in, out, &off_out, 4, 0));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=2 len=4 size=10 file=1\n",
+			    ino(self->f)), events(self));
+
+	off_in = 0;
+	ASSERT_EQ(0, lseek(out, 8, SEEK_SET) - 8);
+	ASSERT_EQ(3, sendfile(out, in, &off_in, 3));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=8 len=3 size=10 file=1\n",
+			    ino(self->f)), events(self));
+
+	ASSERT_EQ(0, pipe(pfd));
+	ASSERT_EQ(5, write(pfd[1], "pipe!", 5));
+	off_out = 20;
+	ASSERT_EQ(5, splice(pfd[0], NULL, out, &off_out, 5, 0));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=20 len=5 size=11 file=1\n",
+			    ino(self->f)), events(self));
+	close(pfd[0]);
+	close(pfd[1]);
+	close(in);
+	close(out);
+}
+
+TEST_F(premod, clone_dedupe)
+{
+	char e[1024], src[PATH_MAX], data[8192];
+	struct file_clone_range fcr;
+	struct {
+		struct file_dedupe_range r;
+		struct file_dedupe_range_info info;
+	} dd;
+	int in, out, ret;
+
+	/* block-aligned ranges, which every reflink fs takes */
+	memset(data, 'x', sizeof(data));
+	join(src, self->w, "src");
+	in = open(src, O_RDWR | O_CREAT, 0644);
+	ASSERT_LE(0, in);
+	ASSERT_EQ((ssize_t)sizeof(data), write(in, data, sizeof(data)));
+	out = open(self->f, O_RDWR);
+	ASSERT_LE(0, out);
+	ASSERT_EQ((ssize_t)sizeof(data), pwrite(out, data, sizeof(data), 0));
+	ASSERT_EQ(0, fsync(in));
+	ASSERT_EQ(0, fsync(out));
+	events(self);
+
+	ret = ioctl(out, FICLONE, in);
+	if (ret) {
+		/* no reflink (ext4, tmpfs): refused before the hook */
+		EXPECT_TRUE(errno == EOPNOTSUPP || errno == EXDEV ||
+			    errno == EINVAL) TH_LOG("FICLONE: %s", strerror(errno));
+		EXPECT_STREQ("", events(self));
+		TH_LOG("%s has no reflink: FICLONE refused before the hook",
+		       variant->fs.name);
+		goto out;
+	}
+	EXPECT_STREQ(expect(e, "remap f ino=%lu pos=0 len=0 size=8192 file=1\n",
+			    ino(self->f)), events(self));
+
+	fcr = (struct file_clone_range){ .src_fd = in, .src_offset = 4096,
+		.src_length = 4096, .dest_offset = 0 };
+	ASSERT_EQ(0, ioctl(out, FICLONERANGE, &fcr));
+	EXPECT_STREQ(expect(e, "remap f ino=%lu pos=0 len=4096 size=8192 file=1\n",
+			    ino(self->f)), events(self));
+
+	memset(&dd, 0, sizeof(dd));
+	dd.r.src_offset = 0;
+	dd.r.src_length = 4096;
+	dd.r.dest_count = 1;
+	dd.info.dest_fd = out;
+	dd.info.dest_offset = 4096;
+	ASSERT_EQ(0, ioctl(in, FIDEDUPERANGE, &dd));
+	EXPECT_EQ(0, dd.info.status);
+	EXPECT_STREQ(expect(e, "remap f ino=%lu pos=4096 len=4096 size=8192 file=1\n",
+			    ino(self->f)), events(self));
+out:
+	close(in);
+	close(out);
+}
+
+TEST_F(premod, mmap_shared)
+{
+	char e[1024];
+	void *p;
+	int fd;
+
+	fd = open(self->f, O_RDWR);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, 4096);
+	EXPECT_STREQ("", events(self)) TH_LOG("MAP_PRIVATE is not reported");
+
+	/* reported even without PROT_WRITE: mprotect() can add it */
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	ASSERT_EQ(0, mprotect(p, 4096, PROT_READ | PROT_WRITE));
+	memcpy(p, "MM", 2);
+	munmap(p, 4096);
+	close(fd);
+
+	/* a read-only file cannot be stored to: not reported */
+	fd = open(self->f, O_RDONLY);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	munmap(p, 4096);
+	EXPECT_STREQ("", events(self));
+	close(fd);
+}
+
+/* One IORING_OP_WRITE through a raw ring: 0 or -errno */
+static int uring_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
+{
+	struct io_uring_params p = { 0 };
+	struct io_uring_sqe *sqes;
+	struct io_uring_cqe *cqe;
+	unsigned int *sq_tail, *sq_array, *cq_head, *cq_tail;
+	size_t sq_len, cq_len;
+	void *sq, *cq;
+	int ring, ret;
+
+	ring = syscall(__NR_io_uring_setup, 1, &p);
+	if (ring < 0)
+		return -errno;
+	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
+	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
+	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  ring, IORING_OFF_SQ_RING);
+	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		  ring, IORING_OFF_CQ_RING);
+	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE,
+		    MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
+	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) {
+		close(ring);
+		return -ENOMEM;
+	}
+	sq_tail = (unsigned int *)((char *)sq + p.sq_off.tail);
+	sq_array = (unsigned int *)((char *)sq + p.sq_off.array);
+	cq_head = (unsigned int *)((char *)cq + p.cq_off.head);
+	cq_tail = (unsigned int *)((char *)cq + p.cq_off.tail);
+
+	memset(&sqes[0], 0, sizeof(sqes[0]));
+	sqes[0].opcode = IORING_OP_WRITE;
+	sqes[0].fd = fd;
+	sqes[0].addr = (unsigned long)buf;
+	sqes[0].len = len;
+	sqes[0].off = off;
+	sq_array[*sq_tail & (p.sq_entries - 1)] = 0;
+	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
+	ret = syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS,
+		      NULL, 0);
+	if (ret < 0) {
+		ret = -errno;
+	} else if (__atomic_load_n(cq_tail, __ATOMIC_ACQUIRE) == *cq_head) {
+		ret = -EIO;
+	} else {
+		cqe = (struct io_uring_cqe *)((char *)cq + p.cq_off.cqes) +
+		      (*cq_head & (p.cq_entries - 1));
+		ret = cqe->res == (int)len ? 0 : (cqe->res < 0 ? cqe->res : -EIO);
+		__atomic_store_n(cq_head, *cq_head + 1, __ATOMIC_RELEASE);
+	}
+	munmap(sqes, p.sq_entries * sizeof(*sqes));
+	munmap(cq, cq_len);
+	munmap(sq, sq_len);
+	close(ring);
+	return ret;
+}
+
+/* One IOCB_CMD_PWRITE through Linux AIO: 0 or -errno */
+static int aio_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
+{
+	struct iocb cb = { 0 }, *cbs[1] = { &cb };
+	struct io_event ev;
+	aio_context_t ctx = 0;
+	int ret;
+
+	if (syscall(__NR_io_setup, 1, &ctx))
+		return -errno;
+	cb.aio_fildes = fd;
+	cb.aio_lio_opcode = IOCB_CMD_PWRITE;
+	cb.aio_buf = (unsigned long)buf;
+	cb.aio_nbytes = len;
+	cb.aio_offset = off;
+	ret = syscall(__NR_io_submit, ctx, 1, cbs);
+	if (ret != 1)
+		ret = ret < 0 ? -errno : -EIO;
+	else if (syscall(__NR_io_getevents, ctx, 1, 1, &ev, NULL) != 1)
+		ret = -errno;
+	else
+		ret = ev.res == len ? 0 : -EIO;
+	syscall(__NR_io_destroy, ctx);
+	return ret;
+}
+
+TEST_F(premod, io_uring_aio_write)
+{
+	char e[1024];
+	int fd;
+
+	fd = open(self->f, O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, uring_pwrite(fd, "ring", 4, 3));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=3 len=4 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	ASSERT_EQ(0, aio_pwrite(fd, "aio", 3, 16));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=16 len=3 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	close(fd);
+}
+
+/* Metadata */
+
+TEST_F(premod, chmod_chown_utimes)
+{
+	struct timespec ts[2] = { { .tv_sec = 1 }, { .tv_sec = 2 } };
+	unsigned long i = ino(self->f);
+	char e[1024];
+	int fd;
+
+	ASSERT_EQ(0, chmod(self->f, 0600));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100644\n", i,
+			    ATTR_MODE_BITS), events(self));
+	fd = open(self->f, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fchmod(fd, 0640));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100600\n", i,
+			    ATTR_MODE_BITS), events(self));
+	ASSERT_EQ(0, chown(self->f, 1234, -1));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100640\n", i,
+			    ATTR_UID_BITS), events(self));
+	ASSERT_EQ(0, fchown(fd, -1, 4321));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100640\n", i,
+			    ATTR_GID_BITS), events(self));
+	ASSERT_EQ(0, utimensat(AT_FDCWD, self->f, ts, 0));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100640\n", i,
+			    ATTR_TIMES_BITS), events(self));
+	ASSERT_EQ(0, futimens(fd, NULL));
+	EXPECT_STREQ(expect(e, "setattr f ino=%lu valid=%x mode=100640\n", i,
+			    ATTR_TIMES_BITS), events(self));
+	close(fd);
+}
+
+TEST_F(premod, xattrs_acls)
+{
+	unsigned long i = ino(self->f);
+	char e[1024];
+	int fd;
+
+	ASSERT_EQ(0, setxattr(self->f, "user.a", "1", 1, 0));
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=user.a\n", i),
+		     events(self));
+	fd = open(self->f, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fsetxattr(fd, "user.b", "2", 1, 0));
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=user.b\n", i),
+		     events(self));
+	ASSERT_EQ(0, lremovexattr(self->f, "user.a"));
+	EXPECT_STREQ(expect(e, "removexattr f ino=%lu xattr=user.a\n", i),
+		     events(self));
+	ASSERT_EQ(0, fremovexattr(fd, "user.b"));
+	EXPECT_STREQ(expect(e, "removexattr f ino=%lu xattr=user.b\n", i),
+		     events(self));
+	close(fd);
+
+	ASSERT_EQ(0, scratch_sh("setfacl -m u:1234:r %s", self->f));
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=system.posix_acl_access\n", i),
+		     events(self));
+	ASSERT_EQ(0, scratch_sh("setfacl -x u:1234 %s", self->f));
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=system.posix_acl_access\n", i),
+		     events(self));
+}
+
+TEST_F(premod, fileattr)
+{
+	unsigned long i = ino(self->f);
+	struct fsxattr fsx;
+	char e[1024];
+	int fd, flags;
+
+	fd = open(self->f, O_RDONLY);
+	ASSERT_LE(0, fd);
+	if (ioctl(fd, FS_IOC_GETFLAGS, &flags) == 0) {
+		flags |= FS_NOATIME_FL;
+		ASSERT_EQ(0, ioctl(fd, FS_IOC_SETFLAGS, &flags))
+			TH_LOG("FS_IOC_SETFLAGS: %s", strerror(errno));
+		EXPECT_STREQ(expect(e, "fileattr f ino=%lu valid=0 mode=100644\n", i),
+			     events(self));
+	} else {
+		EXPECT_EQ(ENOTTY, errno);
+	}
+	if (ioctl(fd, FS_IOC_FSGETXATTR, &fsx) == 0) {
+		ASSERT_EQ(0, ioctl(fd, FS_IOC_FSSETXATTR, &fsx))
+			TH_LOG("FS_IOC_FSSETXATTR: %s", strerror(errno));
+		EXPECT_STREQ(expect(e, "fileattr f ino=%lu valid=0 mode=100644\n", i),
+			     events(self));
+	} else {
+		EXPECT_EQ(ENOTTY, errno);
+	}
+	close(fd);
+}
+
+/* Directory entries */
+
+TEST_F(premod, create_mknod_mkdir_symlink)
+{
+	char e[1024], p[PATH_MAX];
+	int fd;
+
+	join(p, self->w, "new");
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0644);
+	ASSERT_LE(0, fd);
+	close(fd);
+	EXPECT_STREQ("create w/new ino=0\n", events(self));
+
+	/* O_CREAT of a name that exists and is cached: nothing to report */
+	fd = open(p, O_WRONLY | O_CREAT, 0644);
+	ASSERT_LE(0, fd);
+	close(fd);
+	EXPECT_STREQ("", events(self));
+
+	join(p, self->w, "reg");
+	ASSERT_EQ(0, mknod(p, S_IFREG | 0644, 0));
+	EXPECT_STREQ("create w/reg ino=0\n", events(self));
+	join(p, self->w, "fifo");
+	ASSERT_EQ(0, mkfifo(p, 0644));
+	EXPECT_STREQ("mknod w/fifo ino=0\n", events(self));
+	join(p, self->w, "chr");
+	ASSERT_EQ(0, mknod(p, S_IFCHR | 0644, makedev(1, 3)));
+	EXPECT_STREQ("mknod w/chr ino=0\n", events(self));
+	join(p, self->w, "sub");
+	ASSERT_EQ(0, mkdir(p, 0755));
+	EXPECT_STREQ("mkdir w/sub ino=0\n", events(self));
+	join(p, self->w, "sym");
+	ASSERT_EQ(0, symlink("f", p));
+	EXPECT_STREQ("symlink w/sym ino=0\n", events(self));
+
+	/* a failing create is still reported, with what is there */
+	EXPECT_EQ(-1, mkdir(self->d, 0755));
+	EXPECT_EQ(EEXIST, errno);
+	EXPECT_STREQ(expect(e, "mkdir w/d ino=%lu\n", ino(self->d)), events(self));
+}
+
+TEST_F(premod, link_unlink_rmdir)
+{
+	unsigned long fi = ino(self->f), di = ino(self->d);
+	char e[1024], p[PATH_MAX];
+
+	join(p, self->w, "hard");
+	ASSERT_EQ(0, link(self->f, p));
+	EXPECT_STREQ(expect(e, "link w/hard ino=0 src=%lu\n", fi), events(self));
+	ASSERT_EQ(0, unlink(p));
+	EXPECT_STREQ(expect(e, "unlink w/hard ino=%lu\n", fi), events(self));
+	ASSERT_EQ(0, rmdir(self->d));
+	EXPECT_STREQ(expect(e, "rmdir w/d ino=%lu\n", di), events(self));
+	ASSERT_EQ(0, unlink(self->f));
+	EXPECT_STREQ(expect(e, "unlink w/f ino=%lu\n", fi), events(self));
+}
+
+TEST_F(premod, tmpfile_linkat)
+{
+	char e[1024], p[PATH_MAX], proc[64];
+	struct stat st;
+	int fd;
+
+	fd = open(self->w, O_TMPFILE | O_RDWR, 0600);
+	ASSERT_LE(0, fd) TH_LOG("O_TMPFILE: %s", strerror(errno));
+	ASSERT_EQ(0, fstat(fd, &st));
+	EXPECT_STREQ("", events(self)) TH_LOG("O_TMPFILE adds no name");
+	join(p, self->w, "named");
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", fd);
+	ASSERT_EQ(0, linkat(AT_FDCWD, proc, AT_FDCWD, p, AT_SYMLINK_FOLLOW));
+	EXPECT_STREQ(expect(e, "link w/named ino=0 src=%lu\n",
+			    (unsigned long)st.st_ino), events(self));
+	close(fd);
+}
+
+TEST_F(premod, rename_flags)
+{
+	unsigned long fi = ino(self->f), di = ino(self->d), gi, bi;
+	char e[1024], a[PATH_MAX], b[PATH_MAX], g[PATH_MAX];
+
+	join(a, self->w, "a");
+	join(b, self->w, "b");
+	join(g, self->w, "g");
+	ASSERT_EQ(0, scratch_write(g, "g", O_EXCL));
+	gi = ino(g);
+	events(self);
+
+	ASSERT_EQ(0, rename(self->f, a));
+	EXPECT_STREQ(expect(e, "rename w/f ino=%lu -> w/a ino=0 flags=0\n", fi),
+		     events(self));
+	/* over an existing entry: the victim is reported */
+	ASSERT_EQ(0, rename(g, a));
+	EXPECT_STREQ(expect(e, "rename w/g ino=%lu -> w/a ino=%lu flags=0\n",
+			    gi, fi), events(self));
+	ASSERT_EQ(0, scratch_write(b, "b", O_EXCL));
+	events(self);
+	EXPECT_EQ(-1, syscall(__NR_renameat2, AT_FDCWD, a, AT_FDCWD, b,
+			      RENAME_NOREPLACE));
+	EXPECT_EQ(EEXIST, errno);
+	EXPECT_STREQ(expect(e, "rename w/a ino=%lu -> w/b ino=%lu flags=%x\n",
+			    gi, ino(b), RENAME_NOREPLACE), events(self));
+	/* both sides of an exchange, here a file and a directory */
+	ASSERT_EQ(0, syscall(__NR_renameat2, AT_FDCWD, a, AT_FDCWD, self->d,
+			     RENAME_EXCHANGE));
+	EXPECT_STREQ(expect(e, "rename w/a ino=%lu -> w/d ino=%lu flags=%x\n",
+			    gi, di, RENAME_EXCHANGE), events(self));
+	bi = ino(b);
+	if (syscall(__NR_renameat2, AT_FDCWD, b, AT_FDCWD, self->f,
+		    RENAME_WHITEOUT)) {
+		EXPECT_TRUE(errno == EINVAL || errno == EOPNOTSUPP);
+	} else {
+		struct stat st;
+
+		ASSERT_EQ(0, lstat(b, &st));
+		EXPECT_TRUE(S_ISCHR(st.st_mode)) TH_LOG("whiteout left behind");
+	}
+	EXPECT_STREQ(expect(e, "rename w/b ino=%lu -> w/f ino=0 flags=%x\n",
+			    bi, RENAME_WHITEOUT), events(self));
+}
+
+/* Scope, errors, recursion, FS_PREMOD_DONE */
+
+TEST_F(premod, outside_subtree_not_reported)
+{
+	char p[PATH_MAX];
+
+	join(p, self->out, "g");
+	ASSERT_EQ(0, scratch_write(p, "more", O_APPEND));
+	ASSERT_EQ(0, chmod(p, 0600));
+	join(p, self->out, "new");
+	ASSERT_EQ(0, mkdir(p, 0755));
+	EXPECT_STREQ("", events(self));
+}
+
+TEST_F(premod, consumer_error_fails_data)
+{
+	char buf[64];
+	struct stat before, after;
+	int fd;
+
+	ASSERT_EQ(0, stat(self->f, &before));
+	ASSERT_EQ(0, ctl("fail", "write %d", ERR_CONSUMER));
+	ASSERT_EQ(0, ctl("fail", "truncate %d", ERR_CONSUMER));
+	ASSERT_EQ(0, ctl("fail", "fallocate %d", ERR_CONSUMER));
+	ASSERT_EQ(0, ctl("fail", "mmap %d", ERR_CONSUMER));
+	fd = open(self->f, O_RDWR);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, pwrite(fd, "XXXX", 4, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, ftruncate(fd, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, truncate(self->f, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, open(self->f, O_WRONLY | O_TRUNC));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, fallocate(fd, 0, 0, 1 << 20));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(MAP_FAILED, mmap(NULL, 4096, PROT_READ | PROT_WRITE,
+				   MAP_SHARED, fd, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	close(fd);
+
+	ASSERT_EQ(0, stat(self->f, &after));
+	EXPECT_EQ(before.st_size, after.st_size);
+	EXPECT_EQ(before.st_blocks, after.st_blocks);
+	EXPECT_EQ(before.st_mtim.tv_sec, after.st_mtim.tv_sec);
+	EXPECT_EQ(before.st_mtim.tv_nsec, after.st_mtim.tv_nsec);
+	ASSERT_EQ(10, scratch_read(self->f, buf, sizeof(buf)));
+	EXPECT_STREQ("0123456789", buf);
+}
+
+TEST_F(premod, consumer_error_fails_meta)
+{
+	struct stat before, after;
+	char buf[8];
+
+	ASSERT_EQ(0, stat(self->f, &before));
+	ASSERT_EQ(0, ctl("fail", "setattr %d", ERR_CONSUMER));
+	ASSERT_EQ(0, ctl("fail", "setxattr %d", ERR_CONSUMER));
+	EXPECT_EQ(-1, chmod(self->f, 0600));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, chown(self->f, 1, 1));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, utimensat(AT_FDCWD, self->f, NULL, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, setxattr(self->f, "user.a", "1", 1, 0));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	ASSERT_EQ(0, stat(self->f, &after));
+	EXPECT_EQ(before.st_mode, after.st_mode);
+	EXPECT_EQ(before.st_uid, after.st_uid);
+	EXPECT_EQ(before.st_ctim.tv_sec, after.st_ctim.tv_sec);
+	EXPECT_EQ(before.st_ctim.tv_nsec, after.st_ctim.tv_nsec);
+	EXPECT_EQ(-1, getxattr(self->f, "user.a", buf, sizeof(buf)));
+	EXPECT_EQ(ENODATA, errno);
+}
+
+TEST_F(premod, consumer_error_fails_dirent)
+{
+	char p[PATH_MAX], q[PATH_MAX];
+	struct stat st;
+
+	ASSERT_EQ(0, ctl("fail", "all %d", ERR_CONSUMER));
+	join(p, self->w, "new");
+	EXPECT_EQ(-1, open(p, O_WRONLY | O_CREAT, 0644));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, mkdir(p, 0755));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, mkfifo(p, 0644));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, symlink("f", p));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, link(self->f, p));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, lstat(p, &st));
+	EXPECT_EQ(ENOENT, errno);
+
+	EXPECT_EQ(-1, unlink(self->f));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, rmdir(self->d));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	join(q, self->w, "moved");
+	EXPECT_EQ(-1, rename(self->f, q));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(-1, syscall(__NR_renameat2, AT_FDCWD, self->f, AT_FDCWD,
+			      self->d, RENAME_EXCHANGE));
+	EXPECT_EQ(ERR_CONSUMER, errno);
+	EXPECT_EQ(0, lstat(self->f, &st));
+	EXPECT_TRUE(S_ISREG(st.st_mode));
+	EXPECT_EQ(0, lstat(self->d, &st));
+	EXPECT_TRUE(S_ISDIR(st.st_mode));
+	EXPECT_EQ(-1, lstat(q, &st));
+	ASSERT_EQ(0, ctl("fail", "all 0"));
+	EXPECT_EQ(0, scratch_sh("test $(ls -A %s | wc -l) = 2", self->w));
+}
+
+TEST_F(premod, consumer_io_not_reported)
+{
+	char e[1024], log[PATH_MAX], buf[1024];
+
+	join(log, self->w, "consumer.log");
+	ASSERT_EQ(0, ctl("selfwrite", "%s", log));
+	/* opening the log created it: that was the test's own doing */
+	events(self);
+	ASSERT_EQ(0, chmod(self->f, 0600));
+	expect(e, "setattr f ino=%lu valid=%x mode=100644\n", ino(self->f),
+	       ATTR_MODE_BITS);
+	EXPECT_STREQ(e, events(self));
+	ASSERT_LT(0, scratch_read(log, buf, sizeof(buf)));
+	EXPECT_STREQ(e, buf) TH_LOG("the consumer's own write landed");
+}
+
+TEST_F(premod, done_until_invalidate)
+{
+	char e[1024];
+	int fd;
+
+	ASSERT_EQ(0, ctl("done", "1"));
+	fd = open(self->f, O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "a", 1, 0));
+	ASSERT_EQ(1, pwrite(fd, "b", 1, 1));
+	ASSERT_EQ(0, fchmod(fd, 0600));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=0 len=1 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	ASSERT_EQ(0, ctl("invalidate", "1"));
+	ASSERT_EQ(1, pwrite(fd, "c", 1, 2));
+	ASSERT_EQ(1, pwrite(fd, "d", 1, 3));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=2 len=1 size=10 file=1\n",
+			    ino(self->f)), events(self));
+	close(fd);
+}
+
+TEST_HARNESS_MAIN
