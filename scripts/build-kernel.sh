@@ -26,7 +26,7 @@ if [ "$src" != linux ]; then
 	if [ "$(git -C "$src" rev-parse HEAD 2>/dev/null)" != "$(git -C linux rev-parse "$tag^{commit}")" ]; then
 		rm -rf "$src"
 		git -C linux worktree prune
-		git -C linux worktree add --detach "../$src" "$tag" >/dev/null
+		git -C linux worktree add --detach "../$src" "$tag" >/dev/null 2>&1
 	fi
 	mkdir -p build
 	grep -v 'PREMOD' qemu/kernel.config >build/vanilla.config

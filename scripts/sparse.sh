@@ -25,7 +25,7 @@ sparse_run() {
 	# shellcheck disable=SC2068 # object names, split on purpose
 	make -s -C "$src" O="$(pwd)/$out" ARCH=x86_64 CC="$cc" C=2 -k $@ 2>&1 |
 		grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' |
-		sed -E 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' | sort
+		sed -E -e "s|^$(pwd)/$src/||" -e 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' | sort
 }
 
 echo "sparse: HEAD: $(echo "$files" | wc -l) files"
@@ -34,7 +34,7 @@ sparse_run linux "$head" $objs >build/sparse-head.txt || true
 
 if [ ! -d "$base/src" ]; then
 	git -C linux worktree prune
-	git -C linux worktree add --detach "../$base/src" "$tag" >/dev/null
+	git -C linux worktree add --detach "../$base/src" "$tag" >/dev/null 2>&1
 fi
 mkdir -p "$base/obj"
 cp "$head/.config" "$base/obj/.config"
