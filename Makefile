@@ -77,6 +77,9 @@ bench: need-deps linux/.git ## hook overhead: vanilla v6.12.95 vs patched, lean 
 	bench/table.py build/run/bench-vanilla/output.log build/run/bench-patched/output.log \
 		| tee build/bench/table.md
 
+bisect: need-deps linux/.git ## build every commit of the series on its own (lean config)
+	scripts/bisect-build.sh
+
 test-tools: ## unit tests of the runner itself
 	python3 -m unittest discover -s qemu -p 'test_*.py'
 
@@ -94,5 +97,5 @@ cocci: need-deps linux/.git ## coccinelle report on files the series touches, ne
 clean: ## remove build/ (keeps linux/ and the ccache)
 	rm -rf build
 
-.PHONY: bench help deps need-deps linux export kernel run-kernel selftests run guest-check \
+.PHONY: bench bisect help deps need-deps linux export kernel run-kernel selftests run guest-check \
 	check demo test-tools static checkpatch sparse cocci clean
