@@ -10,7 +10,8 @@
 #   build/run/latest.
 #   Without: an interactive shell on the serial console.
 # Environment: KERNEL (bzImage), TIMEOUT (seconds, default 1800),
-#   RUN_DIR (default build/run/<time>), QEMU_EXTRA (more QEMU arguments).
+#   RUN_DIR (default build/run/<time>), QEMU_EXTRA (more QEMU arguments),
+#   CMDLINE_EXTRA (appended to the kernel command line; later wins).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -39,7 +40,7 @@ bios=
 [ -f "$QEMU_BIOS" ] && bios="-bios $QEMU_BIOS"
 rootfs="-fsdev local,id=hostroot,path=/,security_model=none,readonly=on,multidevs=remap"
 rootfs="$rootfs -device virtio-9p-pci,fsdev=hostroot,mount_tag=/dev/root"
-cmdline="$KERNEL_CMDLINE init=$here/guest-init.sh ovl.cwd=$top"
+cmdline="$KERNEL_CMDLINE init=$here/guest-init.sh ovl.cwd=$top ${CMDLINE_EXTRA:-}"
 # What every boot has; only the console and the run dir differ below.
 common="$QEMU_MACHINE $bios -no-reboot -display none -kernel $kernel $rootfs $disks ${QEMU_EXTRA:-}"
 

@@ -22,21 +22,7 @@ FIXTURE_VARIANT(overlay) {
 	struct scratch_fs fs;
 };
 
-FIXTURE_VARIANT_ADD(overlay, ext4) {
-	.fs = { .name = "ext4", .mkfs = "mkfs.ext4 -q -F" },
-};
-
-FIXTURE_VARIANT_ADD(overlay, xfs) {
-	.fs = { .name = "xfs", .mkfs = "mkfs.xfs -q -f" },
-};
-
-FIXTURE_VARIANT_ADD(overlay, btrfs) {
-	.fs = { .name = "btrfs", .mkfs = "mkfs.btrfs -q -f" },
-};
-
-FIXTURE_VARIANT_ADD(overlay, tmpfs) {
-	.fs = { .name = "tmpfs" },
-};
+SCRATCH_FS_VARIANTS(overlay);
 
 static void path(char *buf, const char *dir, const char *name)
 {

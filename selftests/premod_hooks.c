@@ -56,21 +56,7 @@ FIXTURE_VARIANT(premod) {
 	struct scratch_fs fs;
 };
 
-FIXTURE_VARIANT_ADD(premod, ext4) {
-	.fs = { .name = "ext4", .mkfs = "mkfs.ext4 -q -F" },
-};
-
-FIXTURE_VARIANT_ADD(premod, xfs) {
-	.fs = { .name = "xfs", .mkfs = "mkfs.xfs -q -f" },
-};
-
-FIXTURE_VARIANT_ADD(premod, btrfs) {
-	.fs = { .name = "btrfs", .mkfs = "mkfs.btrfs -q -f" },
-};
-
-FIXTURE_VARIANT_ADD(premod, tmpfs) {
-	.fs = { .name = "tmpfs" },
-};
+SCRATCH_FS_VARIANTS(premod);
 
 static int ctl(const char *file, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -154,4 +154,23 @@ static inline int scratch_write(const char *path, const char *data, int flags)
 	return n == len ? 0 : -EIO;
 }
 
+/*
+ * The filesystems under test, as kselftest fixture variants of @f, whose
+ * FIXTURE_VARIANT has a "struct scratch_fs fs" member.  Use after
+ * including kselftest_harness.h.
+ */
+#define SCRATCH_FS_VARIANTS(f)						\
+FIXTURE_VARIANT_ADD(f, ext4) {						\
+	.fs = { .name = "ext4", .mkfs = "mkfs.ext4 -q -F" },		\
+};									\
+FIXTURE_VARIANT_ADD(f, xfs) {						\
+	.fs = { .name = "xfs", .mkfs = "mkfs.xfs -q -f" },		\
+};									\
+FIXTURE_VARIANT_ADD(f, btrfs) {						\
+	.fs = { .name = "btrfs", .mkfs = "mkfs.btrfs -q -f" },		\
+};									\
+FIXTURE_VARIANT_ADD(f, tmpfs) {						\
+	.fs = { .name = "tmpfs" },					\
+}
+
 #endif /* OVL_SELFTESTS_SCRATCH_H */
