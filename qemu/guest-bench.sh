@@ -5,12 +5,15 @@
 # Settings: "none" (no consumer anywhere); with CONFIG_FS_PREMOD_TEST also
 # "other-sb" (a consumer on another filesystem: the static key is on) and
 # "idle" (a consumer on the benchmark directory that has nothing to do).
+# BENCH_ROUNDS rounds (default 5), the order of the settings rotated each
+# round, so that a slow phase of the guest does not land on one setting.
 set -eu
 
 kernel=${1:?kernel label}
 bin=${BENCH_BIN:-build/bench/premod_bench}
 n=${BENCH_N:-20000}
 runs=${BENCH_RUNS:-5}
+rounds=${BENCH_ROUNDS:-5}
 ctl=/sys/kernel/debug/fs_premod_test
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 
@@ -42,8 +45,17 @@ run() {	# FS SETTING
 
 settings=none
 [ -e $ctl/watch ] && settings="none other-sb idle"
-for fs in tmpfs ext4; do
-	for s in $settings; do
-		run $fs $s
+r=0
+while [ $r -lt "$rounds" ]; do
+	for fs in tmpfs ext4; do
+		for s in $settings; do
+			run $fs $s
+		done
 	done
+	# rotate: "a b c" -> "b c a"
+	set -- $settings
+	first=$1
+	shift
+	settings="$* $first"
+	r=$((r + 1))
 done
