@@ -18,7 +18,8 @@ RUN_KERNEL := $(KDIR_$(RUN_DEBUG))/bzImage
 # Commands the targets need; 'make deps' installs them.
 DEP_CMDS := gcc make flex bison bc cpio ccache qemu-system-x86_64 sparse spatch \
 	    mkfs.ext4 mkfs.xfs mkfs.btrfs busybox python3 setfattr setfacl perl
-DEPS_OK = $(shell for c in $(DEP_CMDS); do command -v $$c >/dev/null || echo $$c; done)
+DEPS_OK = $(shell for c in $(DEP_CMDS); do command -v $$c >/dev/null || echo $$c; done; \
+	/usr/bin/python3 -c 'import ply, git' 2>/dev/null || echo python3-ply/python3-git)
 
 help: ## this list
 	@grep -hE '^[a-z][a-z-]*:.*## ' $(MAKEFILE_LIST) | \
@@ -85,7 +86,7 @@ test-tools: ## unit tests of the runner itself
 
 static: checkpatch sparse cocci ## all static checks of the series
 
-checkpatch: linux/.git ## scripts/checkpatch.pl --strict on every patch
+checkpatch: need-deps linux/.git ## scripts/checkpatch.pl --strict on every patch
 	scripts/checkpatch.sh
 
 sparse: need-deps linux/.git ## sparse (C=2) on dirs the series touches, new warnings fail
