@@ -117,6 +117,16 @@ static const char *expect(char *buf, const char *fmt, ...)
 	return buf;
 }
 
+/* No watch, no failures, no DONE, not quiet, no selfwrite */
+static void consumer_reset(void)
+{
+	ctl("unwatch", "1");
+	ctl("fail", "all 0");
+	ctl("done", "0");
+	ctl("quiet", "0");
+	ctl("selfwrite", "\n");
+}
+
 FIXTURE_SETUP(premod)
 {
 	char p[PATH_MAX];
@@ -148,22 +158,14 @@ FIXTURE_SETUP(premod)
 	join(p, self->out, "g");
 	ASSERT_EQ(0, scratch_write(p, "abcdefghij", O_EXCL));
 
-	ctl("fail", "all 0");
-	ctl("done", "0");
-	ctl("quiet", "0");
-	ctl("selfwrite", "\n");
-	ctl("unwatch", "1");
+	consumer_reset();
 	ASSERT_EQ(0, ctl("watch", "%s", self->w));
 	events(self);
 }
 
 FIXTURE_TEARDOWN(premod)
 {
-	ctl("unwatch", "1");
-	ctl("fail", "all 0");
-	ctl("done", "0");
-	ctl("quiet", "0");
-	ctl("selfwrite", "\n");
+	consumer_reset();
 	umount2(self->mnt, MNT_DETACH);
 }
 
