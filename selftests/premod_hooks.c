@@ -371,11 +371,13 @@ TEST_F(premod, mmap_shared)
 	/* reported even without PROT_WRITE: mprotect() can add it */
 	p = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd, 0);
 	ASSERT_NE(MAP_FAILED, p);
-	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1\n",
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1 head=01234567\n",
 			    ino(self->f)), events(self));
+	/* reported once per epoch: not again at the fault */
 	ASSERT_EQ(0, mprotect(p, 4096, PROT_READ | PROT_WRITE));
 	memcpy(p, "MM", 2);
 	munmap(p, 4096);
+	EXPECT_STREQ("", events(self));
 	close(fd);
 
 	/* a read-only file cannot be stored to: not reported */
@@ -386,6 +388,194 @@ TEST_F(premod, mmap_shared)
 	munmap(p, 4096);
 	EXPECT_STREQ("", events(self));
 	close(fd);
+}
+
+/*
+ * Mappings that exist when the watch starts: set up before it, then the
+ * consumer registers, and the first store must be reported before it lands
+ * (head= is what the consumer read in the hook).
+ */
+static char *map_before_watch(struct _test_data_premod *self, int prot)
+{
+	char *p;
+	int fd;
+
+	ctl("unwatch", "1");
+	fd = open(self->f, O_RDWR);
+	if (fd < 0)
+		return MAP_FAILED;
+	/* two pages, the second starting with "page1dat" */
+	if (pwrite(fd, "page1dat", 8, 4096) != 8) {
+		close(fd);
+		return MAP_FAILED;
+	}
+	p = mmap(NULL, 8192, prot, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return p;
+	/* populate the page tables: the watch must take them away */
+	if (prot & PROT_WRITE)
+		memcpy(p, "AB", 2);
+	if (p[4096] != 'p' ||
+	    ctl("watch", "%s", self->w)) {
+		munmap(p, 8192);
+		return MAP_FAILED;
+	}
+	return p;
+}
+
+TEST_F(premod, mmap_before_watch)
+{
+	char e[1024], buf[16];
+	char *p;
+
+	p = map_before_watch(self, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_STREQ("", events(self)) TH_LOG("registering reports nothing");
+
+	/*
+	 * Page 0 was stored to before: its writable page table entry must
+	 * be gone, the store reported with the bytes before it.
+	 */
+	memcpy(p, "XY", 2);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=4104 file=1 head=AB234567\n",
+			    ino(self->f)), events(self));
+	/* once per epoch: other pages, other stores go on */
+	memcpy(p + 4096, "PAGE", 4);
+	memcpy(p + 2, "!", 1);
+	EXPECT_STREQ("", events(self));
+	ASSERT_EQ(0, munmap(p, 8192));
+
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("XY!3456789", buf);
+}
+
+TEST_F(premod, mmap_before_watch_mprotect)
+{
+	char e[1024];
+	char *p;
+
+	/* read-only for now, but the file is open for write: mprotect() */
+	p = map_before_watch(self, PROT_READ);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_STREQ("", events(self));
+
+	/*
+	 * A read fault maps the page read-only where stores are
+	 * write-notified; on tmpfs it maps it writable, so it reports.
+	 * Either way one report, before the store.
+	 */
+	ASSERT_EQ('0', *(volatile char *)p);
+	ASSERT_EQ(0, mprotect(p, 8192, PROT_READ | PROT_WRITE));
+	memcpy(p, "MP", 2);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=4104 file=1 head=01234567\n",
+			    ino(self->f)), events(self));
+	munmap(p, 8192);
+}
+
+TEST_F(premod, mmap_invalidate)
+{
+	char e[1024];
+	char *p;
+	int fd;
+
+	ASSERT_EQ(0, ctl("done", "1"));
+	fd = open(self->f, O_RDWR);
+	ASSERT_LE(0, fd);
+	p = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	ASSERT_NE(MAP_FAILED, p);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1 head=01234567\n",
+			    ino(self->f)), events(self));
+	memcpy(p, "a", 1);
+	EXPECT_STREQ("", events(self)) TH_LOG("DONE at mmap time");
+
+	/* a new epoch: the next store is reported, with the bytes before it */
+	ASSERT_EQ(0, ctl("invalidate", "1"));
+	memcpy(p + 1, "b", 1);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1 head=a1234567\n",
+			    ino(self->f)), events(self));
+	memcpy(p + 2, "c", 1);
+	EXPECT_STREQ("", events(self));
+
+	/* without DONE the fault reports once per epoch, write(2) each time */
+	ASSERT_EQ(0, ctl("done", "0"));
+	ASSERT_EQ(0, ctl("invalidate", "1"));
+	memcpy(p + 3, "d", 1);
+	memcpy(p + 4, "e", 1);
+	EXPECT_STREQ(expect(e, "mmap f ino=%lu pos=0 len=4096 size=10 file=1 head=abc34567\n",
+			    ino(self->f)), events(self));
+	ASSERT_EQ(1, pwrite(fd, "f", 1, 5));
+	ASSERT_EQ(1, pwrite(fd, "g", 1, 6));
+	EXPECT_STREQ(expect(e, "write f ino=%lu pos=5 len=1 size=10 file=1\n"
+			       "write f ino=%lu pos=6 len=1 size=10 file=1\n",
+			    ino(self->f), ino(self->f)), events(self));
+	munmap(p, 4096);
+	close(fd);
+}
+
+TEST_F(premod, mmap_fault_error)
+{
+	char buf[16];
+	int status;
+	pid_t pid;
+	char *p;
+
+	p = map_before_watch(self, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	ASSERT_EQ(0, ctl("fail", "mmap %d", ERR_CONSUMER));
+
+	/* a failed report is a failed store: SIGBUS, like ->page_mkwrite() */
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (pid == 0) {
+		memcpy(p, "XX", 2);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS)
+		TH_LOG("child status 0x%x", status);
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("AB23456789", buf);
+
+	/* the error is not remembered: the next store is reported again */
+	ASSERT_EQ(0, ctl("fail", "mmap 0"));
+	events(self);
+	memcpy(p, "YY", 2);
+	EXPECT_NE(NULL, strstr(events(self), "head=AB234567"));
+	munmap(p, 8192);
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("YY23456789", buf);
+}
+
+/*
+ * A store by the kernel (here read(2) into the mapping) cannot call the
+ * consumer: the caller may hold fs locks.  It fails with EFAULT until user
+ * space touches the page, and the file does not change.
+ */
+TEST_F(premod, mmap_kernel_store)
+{
+	char buf[16], g[PATH_MAX];
+	char *p;
+	int fd;
+
+	p = map_before_watch(self, PROT_READ | PROT_WRITE);
+	ASSERT_NE(MAP_FAILED, p);
+	join(g, self->out, "g");
+	fd = open(g, O_RDONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, pread(fd, p, 4, 0));
+	EXPECT_EQ(EFAULT, errno);
+	EXPECT_STREQ("", events(self));
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("AB23456789", buf);
+
+	memcpy(p, "U", 1);
+	EXPECT_NE(NULL, strstr(events(self), "head=AB234567"));
+	EXPECT_EQ(4, pread(fd, p, 4, 0));
+	close(fd);
+	munmap(p, 8192);
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("abcd456789", buf);
 }
 
 /* One IORING_OP_WRITE through a raw ring: 0 or -errno */
