@@ -117,7 +117,7 @@ static const char *expect(char *buf, const char *fmt, ...)
 	return buf;
 }
 
-/* No watch, no failures, no DONE, not quiet, no selfwrite */
+/* No watch, no failures, no DONE, not quiet, no selfwrite, no race */
 static void consumer_reset(void)
 {
 	ctl("unwatch", "1");
@@ -125,6 +125,7 @@ static void consumer_reset(void)
 	ctl("done", "0");
 	ctl("quiet", "0");
 	ctl("selfwrite", "\n");
+	ctl("race", "\n");
 }
 
 FIXTURE_SETUP(premod)
@@ -636,8 +637,9 @@ static int uring_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
 	return ret;
 }
 
-/* One IOCB_CMD_PWRITE through Linux AIO: 0 or -errno */
-static int aio_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
+/* One IOCB_CMD_PWRITE through Linux AIO with RWF_* flags: 0 or -errno */
+static int aio_pwrite_flags(int fd, const void *buf, unsigned int len,
+			    __u64 off, int rw_flags)
 {
 	struct iocb cb = { 0 }, *cbs[1] = { &cb };
 	struct io_event ev;
@@ -651,6 +653,7 @@ static int aio_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
 	cb.aio_buf = (unsigned long)buf;
 	cb.aio_nbytes = len;
 	cb.aio_offset = off;
+	cb.aio_rw_flags = rw_flags;
 	ret = syscall(__NR_io_submit, ctx, 1, cbs);
 	if (ret != 1)
 		ret = ret < 0 ? -errno : -EIO;
@@ -660,6 +663,11 @@ static int aio_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
 		ret = ev.res == len ? 0 : -EIO;
 	syscall(__NR_io_destroy, ctx);
 	return ret;
+}
+
+static int aio_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
+{
+	return aio_pwrite_flags(fd, buf, len, off, 0);
 }
 
 TEST_F(premod, io_uring_aio_write)
@@ -676,6 +684,40 @@ TEST_F(premod, io_uring_aio_write)
 	EXPECT_STREQ(expect(e, "write f ino=%lu pos=16 len=3 size=10 file=1\n",
 			    ino(self->f)), events(self));
 	close(fd);
+}
+
+/*
+ * RWF_NOWAIT must not wait for the consumer: EAGAIN, nothing reported,
+ * nothing written.  The same write outside the subtree is the baseline
+ * for what the filesystem itself says to a non-blocking AIO write.
+ */
+TEST_F(premod, nowait_write)
+{
+	struct iovec iov = { .iov_base = "NOWA", .iov_len = 4 };
+	char buf[16], g[PATH_MAX];
+	int fd, gfd, ret, base;
+
+	fd = open(self->f, O_WRONLY);
+	ASSERT_LE(0, fd);
+	EXPECT_EQ(-1, pwritev2(fd, &iov, 1, 0, RWF_NOWAIT));
+	EXPECT_EQ(EAGAIN, errno);
+	EXPECT_STREQ("", events(self));
+
+	join(g, self->out, "g");
+	gfd = open(g, O_WRONLY);
+	ASSERT_LE(0, gfd);
+	base = aio_pwrite_flags(gfd, "nowa", 4, 0, RWF_NOWAIT);
+	ret = aio_pwrite_flags(fd, "NOWA", 4, 0, RWF_NOWAIT);
+	if (base == -EOPNOTSUPP) {
+		EXPECT_EQ(-EOPNOTSUPP, ret);
+	} else {
+		EXPECT_EQ(-EAGAIN, ret) TH_LOG("outside the subtree: %d", base);
+	}
+	EXPECT_STREQ("", events(self));
+	close(gfd);
+	close(fd);
+	ASSERT_EQ(10, scratch_read(self->f, buf, 11));
+	EXPECT_STREQ("0123456789", buf);
 }
 
 /* Metadata */
@@ -890,6 +932,60 @@ TEST_F(premod, rename_flags)
 }
 
 /* Scope, errors, recursion, FS_PREMOD_DONE */
+
+/*
+ * The VFS rechecks under the directory lock that the entry it reported is
+ * the one it changes.  The consumer's "race" renames another file over the
+ * name from inside the hook: the operation must report again, with the
+ * inode it then changes.
+ */
+TEST_F(premod, dirent_recheck_retries)
+{
+	char a[PATH_MAX], b[PATH_MAX], c[PATH_MAX], n[PATH_MAX];
+	unsigned long ia, ib;
+	char e[1024], buf[8];
+
+	join(a, self->w, "a");
+	join(b, self->w, "b");
+	join(c, self->w, "c");
+	join(n, self->w, "n");
+
+	ASSERT_EQ(0, scratch_write(a, "A", O_EXCL));
+	ASSERT_EQ(0, scratch_write(b, "B", O_EXCL));
+	ia = ino(a);
+	ib = ino(b);
+	events(self);
+	ASSERT_EQ(0, ctl("race", "%s %s", b, a));
+	ASSERT_EQ(0, unlink(a));
+	EXPECT_STREQ(expect(e, "unlink w/a ino=%lu\nunlink w/a ino=%lu\n",
+			    ia, ib), events(self));
+	EXPECT_EQ(-1, access(a, F_OK));
+	EXPECT_EQ(-1, access(b, F_OK));
+
+	/* rename: the source is replaced under it */
+	ASSERT_EQ(0, scratch_write(a, "A2", O_EXCL));
+	ASSERT_EQ(0, scratch_write(b, "B2", O_EXCL));
+	ia = ino(a);
+	ib = ino(b);
+	events(self);
+	ASSERT_EQ(0, ctl("race", "%s %s", b, a));
+	ASSERT_EQ(0, rename(a, c));
+	EXPECT_STREQ(expect(e, "rename w/a ino=%lu -> w/c ino=0 flags=0\n"
+			       "rename w/a ino=%lu -> w/c ino=0 flags=0\n",
+			    ia, ib), events(self));
+	ASSERT_EQ(2, scratch_read(c, buf, sizeof(buf)));
+	EXPECT_STREQ("B2", buf);
+
+	/* mkdir: the name appears under it, and mkdir then fails */
+	ASSERT_EQ(0, scratch_write(b, "B3", O_EXCL));
+	ib = ino(b);
+	events(self);
+	ASSERT_EQ(0, ctl("race", "%s %s", b, n));
+	EXPECT_EQ(-1, mkdir(n, 0755));
+	EXPECT_EQ(EEXIST, errno);
+	EXPECT_STREQ(expect(e, "mkdir w/n ino=0\nmkdir w/n ino=%lu\n", ib),
+		     events(self));
+}
 
 TEST_F(premod, outside_subtree_not_reported)
 {
