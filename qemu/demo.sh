@@ -1,5 +1,6 @@
 #!/bin/sh
-# Guest side of 'make demo': what the booted kernel can do today.
+# Guest side of 'make demo': a snapshot of a live tree that keeps its
+# moment while the tree changes, then the hooks through their test consumer.
 set -eu
 
 say() { printf '\n== %s\n' "$*"; }
@@ -14,42 +15,72 @@ m=/tmp/demo
 mkdir -p $m
 mkfs.ext4 -q -F "$dev"
 mount "$dev" $m
-mkdir -p $m/lower $m/upper $m/work $m/merged
-echo "original" >$m/lower/file
-echo "remove me" >$m/lower/victim
-mount -t overlay overlay -o lowerdir=$m/lower,upperdir=$m/upper,workdir=$m/work $m/merged
+mkdir -p $m/live/docs $m/live/src $m/store/upper $m/store/work $m/snap
+echo "version 1" >$m/live/README
+echo "int main(void) { return 0; }" >$m/live/src/main.c
+echo "notes" >$m/live/docs/notes.txt
+ln -s src/main.c $m/live/main-link
 
-say "an overlay on ext4 ($dev): lower is the read-only layer"
-ls -l $m/merged
-say "write through the overlay, delete a file"
-echo "changed" >$m/merged/file
-rm $m/merged/victim
-echo "merged/file: $(cat $m/merged/file)   lower/file: $(cat $m/lower/file)"
-say "upper layer now holds the copy-up and a whiteout (c 0,0)"
-ls -l $m/upper
-umount $m/merged
+if mount -t overlay none \
+	-o lowerdir=$m/live,upperdir=$m/store/upper,workdir=$m/store/work,snapshot \
+	$m/snap 2>/dev/null; then
+	mount -o remount,bind,ro $m/snap
+	say "a snapshot of $m/live on ext4 ($dev), read-only at $m/snap"
+	(cd $m/snap && find . | sort | sed 's/^/  /')
+	say "the live tree changes natively (no stacked mount on the write path)"
+	echo "version 2" >$m/live/README
+	chmod 600 $m/live/README
+	mv $m/live/src $m/live/source
+	echo "// changed after the move" >>$m/live/source/main.c
+	rm -r $m/live/docs
+	echo "new" >$m/live/NEW
+	echo "live:"
+	(cd $m/live && find . | sort | sed 's/^/  /')
+	echo "snapshot:"
+	(cd $m/snap && find . | sort | sed 's/^/  /')
+	echo "live/README: $(cat $m/live/README)   snap/README: $(cat $m/snap/README)"
+	echo "snap/src/main.c: $(cat $m/snap/src/main.c)"
+	echo "snap/docs/notes.txt: $(cat $m/snap/docs/notes.txt)"
+	say "after dropping caches and mounting the snapshot again"
+	umount $m/snap
+	echo 3 >/proc/sys/vm/drop_caches
+	mount -t overlay none \
+		-o lowerdir=$m/live,upperdir=$m/store/upper,workdir=$m/store/work,snapshot \
+		$m/snap
+	if diff -r --no-dereference $m/snap $m/live >/dev/null; then
+		echo "snapshot equals the live tree?!"
+	else
+		echo "diff -r snap live (the snapshot keeps its moment):"
+		diff -r --no-dereference $m/snap $m/live | sed 's/^/  /' || true
+	fi
+	say "what the snapshot's store holds: copies and whiteouts (c 0,0)"
+	(cd $m/store/upper && ls -lR . | sed 's/^/  /')
+	umount $m/snap
+else
+	say "kernel without the snapshot option: no snapshot demo"
+fi
 
 ctl=/sys/kernel/debug/fs_premod_test
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 if [ -e $ctl/watch ]; then
-	say "pre-modification hooks: the test consumer watches $m/live"
-	mkdir $m/live
-	echo hello >$m/live/a
-	echo $m/live >$ctl/watch
-	echo more >>$m/live/a
-	chmod 600 $m/live/a
-	mv $m/live/a $m/live/b
-	mkdir $m/live/dir
-	rm $m/live/b
+	say "pre-modification hooks: the test consumer watches $m/hooks"
+	mkdir $m/hooks
+	echo hello >$m/hooks/a
+	echo $m/hooks >$ctl/watch
+	echo more >>$m/hooks/a
+	chmod 600 $m/hooks/a
+	mv $m/hooks/a $m/hooks/b
+	mkdir $m/hooks/dir
+	rm $m/hooks/b
 	echo "what the consumer saw, inside each hook, before each change:"
 	sed 's/^/  /' $ctl/events
 	say "a consumer can fail an operation before anything changes"
 	echo "unlink 1" >$ctl/fail
-	touch $m/live/keep
-	if rm $m/live/keep 2>/dev/null; then
-		echo "rm $m/live/keep: went through?!"
+	touch $m/hooks/keep
+	if rm $m/hooks/keep 2>/dev/null; then
+		echo "rm $m/hooks/keep: went through?!"
 	else
-		echo "rm $m/live/keep: refused by the consumer (EPERM); ls: $(ls $m/live | tr "\n" " ")"
+		echo "rm $m/hooks/keep: refused by the consumer (EPERM); ls: $(ls $m/hooks | tr "\n" " ")"
 	fi
 	sed 's/^/  /' $ctl/events
 	echo "all 0" >$ctl/fail

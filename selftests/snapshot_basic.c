@@ -18,9 +18,8 @@
 #include <linux/falloc.h>
 
 #include "scratch.h"
+#include "snaptree.h"
 #include "kselftest_harness.h"
-
-#define DIFF_LEN 512
 
 FIXTURE(snap) {
 	char mnt[PATH_MAX];
@@ -39,179 +38,6 @@ FIXTURE_VARIANT(snap) {
 
 SCRATCH_FS_VARIANTS(snap);
 
-static void join(char *buf, const char *dir, const char *name)
-{
-	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
-}
-
-static int cmp_names(const void *a, const void *b)
-{
-	return strcmp(*(char * const *)a, *(char * const *)b);
-}
-
-/* Sorted entry names of @dir without . and .., NULL-terminated */
-static char **list_dir(const char *dir)
-{
-	struct dirent *de;
-	char **names = NULL;
-	size_t n = 0;
-	DIR *d;
-
-	d = opendir(dir);
-	if (!d)
-		return NULL;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		names = realloc(names, (n + 2) * sizeof(*names));
-		names[n++] = strdup(de->d_name);
-	}
-	closedir(d);
-	if (!names)
-		names = calloc(1, sizeof(*names));
-	names[n] = NULL;
-	qsort(names, n, sizeof(*names), cmp_names);
-	return names;
-}
-
-static void free_list(char **names)
-{
-	for (char **p = names; p && *p; p++)
-		free(*p);
-	free(names);
-}
-
-static ssize_t read_all(const char *path, char **buf)
-{
-	struct stat st;
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY);
-	if (fd < 0 || fstat(fd, &st))
-		return -1;
-	*buf = malloc(st.st_size + 1);
-	n = pread(fd, *buf, st.st_size, 0);
-	close(fd);
-	return n;
-}
-
-static int cmp_xattrs(const char *a, const char *b, char *diff)
-{
-	char la[4096], lb[4096], va[1024], vb[1024];
-	ssize_t na, nb, sa, sb;
-
-	na = llistxattr(a, la, sizeof(la));
-	nb = llistxattr(b, lb, sizeof(lb));
-	if (na < 0)
-		na = 0;
-	if (nb < 0)
-		nb = 0;
-	/* user.* only: overlay keeps its own trusted.overlay.* */
-	for (char *p = la; p < la + na; p += strlen(p) + 1) {
-		if (strncmp(p, "user.", 5))
-			continue;
-		sa = lgetxattr(a, p, va, sizeof(va));
-		sb = lgetxattr(b, p, vb, sizeof(vb));
-		if (sa != sb || (sa > 0 && memcmp(va, vb, sa))) {
-			snprintf(diff, DIFF_LEN, "%s: xattr %s differs", a, p);
-			return 1;
-		}
-	}
-	for (char *p = lb; p < lb + nb; p += strlen(p) + 1) {
-		if (strncmp(p, "user.", 5))
-			continue;
-		if (lgetxattr(a, p, va, sizeof(va)) < 0) {
-			snprintf(diff, DIFF_LEN, "%s: xattr %s missing", a, p);
-			return 1;
-		}
-	}
-	return 0;
-}
-
-/*
- * Compare trees @a (the snapshot) and @b (the reference); the first
- * difference goes to @diff.  The roots' own attributes are not compared:
- * a snapshot's root is its store's upper directory (docs/usage.md).
- */
-static int cmp_tree(const char *a, const char *b, char *diff, int depth)
-{
-	char **na = list_dir(a), **nb = list_dir(b);
-	char pa[PATH_MAX], pb[PATH_MAX], la[PATH_MAX], lb[PATH_MAX];
-	struct stat sa, sb;
-	char *da, *db;
-	ssize_t n;
-	int ret = 1;
-	size_t i;
-
-	if (!na || !nb) {
-		snprintf(diff, DIFF_LEN, "cannot list %s or %s", a, b);
-		goto out;
-	}
-	for (i = 0; na[i] || nb[i]; i++) {
-		if (!na[i] || !nb[i] || strcmp(na[i], nb[i])) {
-			snprintf(diff, DIFF_LEN, "%s: entry '%s' vs reference '%s'",
-				 a, na[i] ? na[i] : "(none)",
-				 nb[i] ? nb[i] : "(none)");
-			goto out;
-		}
-		join(pa, a, na[i]);
-		join(pb, b, nb[i]);
-		if (lstat(pa, &sa) || lstat(pb, &sb)) {
-			snprintf(diff, DIFF_LEN, "%s: lstat: %s", pa, strerror(errno));
-			goto out;
-		}
-		if (sa.st_mode != sb.st_mode || sa.st_uid != sb.st_uid ||
-		    sa.st_gid != sb.st_gid) {
-			snprintf(diff, DIFF_LEN, "%s: mode/owner %o %u:%u vs %o %u:%u",
-				 pa, sa.st_mode, sa.st_uid, sa.st_gid,
-				 sb.st_mode, sb.st_uid, sb.st_gid);
-			goto out;
-		}
-		if (sa.st_mtim.tv_sec != sb.st_mtim.tv_sec ||
-		    sa.st_mtim.tv_nsec != sb.st_mtim.tv_nsec) {
-			snprintf(diff, DIFF_LEN, "%s: mtime %ld.%09ld vs %ld.%09ld",
-				 pa, sa.st_mtim.tv_sec, sa.st_mtim.tv_nsec,
-				 sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
-			goto out;
-		}
-		if (cmp_xattrs(pa, pb, diff))
-			goto out;
-		if (S_ISREG(sa.st_mode)) {
-			if (sa.st_size != sb.st_size) {
-				snprintf(diff, DIFF_LEN, "%s: size %lld vs %lld", pa,
-					 (long long)sa.st_size, (long long)sb.st_size);
-				goto out;
-			}
-			n = read_all(pa, &da);
-			if (n != read_all(pb, &db) || (n > 0 && memcmp(da, db, n))) {
-				snprintf(diff, DIFF_LEN, "%s: data differs", pa);
-				free(da);
-				free(db);
-				goto out;
-			}
-			free(da);
-			free(db);
-		} else if (S_ISLNK(sa.st_mode)) {
-			memset(la, 0, sizeof(la));
-			memset(lb, 0, sizeof(lb));
-			if (readlink(pa, la, sizeof(la) - 1) < 0 ||
-			    readlink(pb, lb, sizeof(lb) - 1) < 0 || strcmp(la, lb)) {
-				snprintf(diff, DIFF_LEN, "%s: link '%s' vs '%s'", pa, la, lb);
-				goto out;
-			}
-		} else if (S_ISDIR(sa.st_mode)) {
-			if (cmp_tree(pa, pb, diff, depth + 1))
-				goto out;
-		}
-	}
-	ret = 0;
-out:
-	free_list(na);
-	free_list(nb);
-	return ret;
-}
-
 static const char *tree_diff(struct _test_data_snap *self, const char *a,
 			     const char *b)
 {
@@ -229,18 +55,6 @@ static int mount_snapshot(struct _test_data_snap *self)
 		  NULL))
 		return -errno;
 	return 0;
-}
-
-static int drop_caches(void)
-{
-	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
-	int ret;
-
-	if (fd < 0)
-		return -errno;
-	ret = write(fd, "3", 1) == 1 ? 0 : -errno;
-	close(fd);
-	return ret;
 }
 
 FIXTURE_SETUP(snap)
@@ -422,6 +236,7 @@ TEST_F(snap, open_file_across_copy_up)
 TEST_F(snap, bad_options)
 {
 	char opts[4 * PATH_MAX], p[PATH_MAX], q[PATH_MAX];
+	int ret;
 
 	join(p, self->mnt, "s2");
 	ASSERT_EQ(0, mkdir(p, 0755));
@@ -445,6 +260,42 @@ TEST_F(snap, bad_options)
 		 self->ref, p, p);
 	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("metacopy");
+
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,index=off",
+		 self->ref, p, p);
+	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("index=off");
+
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,userxattr",
+		 self->ref, p, p);
+	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("userxattr");
+
+	/* the store inside the live tree */
+	ASSERT_EQ(0, scratch_sh("mkdir -p %s/store/upper %s/store/work",
+				self->ref, self->ref));
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=%s/store/upper,workdir=%s/store/work,snapshot",
+		 self->ref, self->ref, self->ref);
+	ret = mount("overlay", self->snap, "overlay", 0, opts);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(EINVAL, errno) TH_LOG("store inside the live tree");
+	if (!ret)
+		umount2(self->snap, 0);
+	/* overlayfs itself refuses a lower layer inside the upper */
+	join(q, self->mnt, "s3");
+	ASSERT_EQ(0, mkdir(q, 0755));
+	ASSERT_EQ(0, scratch_sh("mkdir -p %s/upper/d %s/work", q, q));
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s/upper/d,upperdir=%s/upper,workdir=%s/work,snapshot",
+		 q, q, q);
+	ret = mount("overlay", self->snap, "overlay", 0, opts);
+	EXPECT_EQ(-1, ret);
+	EXPECT_EQ(ELOOP, errno) TH_LOG("live tree inside the store");
+	if (!ret)
+		umount2(self->snap, 0);
 
 	/* the live tree, or a subtree of it, has an active snapshot */
 	snprintf(opts, sizeof(opts),

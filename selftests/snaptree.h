@@ -1,0 +1,204 @@
+/* SPDX-License-Identifier: GPL-2.0 */
+/*
+ * Tree comparison for the snapshot selftests: a snapshot must equal a
+ * "cp -a" reference of the live tree taken at its moment.
+ */
+#ifndef OVL_SELFTESTS_SNAPTREE_H
+#define OVL_SELFTESTS_SNAPTREE_H
+
+#include <sys/xattr.h>
+#include "scratch.h"
+
+#define DIFF_LEN 512
+
+static inline void join(char *buf, const char *dir, const char *name)
+{
+	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
+}
+
+static inline int cmp_names(const void *a, const void *b)
+{
+	return strcmp(*(char * const *)a, *(char * const *)b);
+}
+
+/* Sorted entry names of @dir without . and .., NULL-terminated */
+static inline char **list_dir(const char *dir)
+{
+	struct dirent *de;
+	char **names = NULL;
+	size_t n = 0;
+	DIR *d;
+
+	d = opendir(dir);
+	if (!d)
+		return NULL;
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		names = realloc(names, (n + 2) * sizeof(*names));
+		names[n++] = strdup(de->d_name);
+	}
+	closedir(d);
+	if (!names)
+		names = calloc(1, sizeof(*names));
+	names[n] = NULL;
+	qsort(names, n, sizeof(*names), cmp_names);
+	return names;
+}
+
+static inline void free_list(char **names)
+{
+	for (char **p = names; p && *p; p++)
+		free(*p);
+	free(names);
+}
+
+static inline ssize_t read_all(const char *path, char **buf)
+{
+	struct stat st;
+	ssize_t n;
+	int fd;
+
+	*buf = NULL;
+	fd = open(path, O_RDONLY);
+	if (fd < 0)
+		return -1;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return -1;
+	}
+	*buf = malloc(st.st_size + 1);
+	n = pread(fd, *buf, st.st_size, 0);
+	close(fd);
+	return n;
+}
+
+static inline int cmp_xattrs(const char *a, const char *b, char *diff)
+{
+	char la[4096], lb[4096], va[1024], vb[1024];
+	ssize_t na, nb, sa, sb;
+
+	na = llistxattr(a, la, sizeof(la));
+	nb = llistxattr(b, lb, sizeof(lb));
+	if (na < 0)
+		na = 0;
+	if (nb < 0)
+		nb = 0;
+	/* user.* only: overlay keeps its own trusted.overlay.* */
+	for (char *p = la; p < la + na; p += strlen(p) + 1) {
+		if (strncmp(p, "user.", 5))
+			continue;
+		sa = lgetxattr(a, p, va, sizeof(va));
+		sb = lgetxattr(b, p, vb, sizeof(vb));
+		if (sa != sb || (sa > 0 && memcmp(va, vb, sa))) {
+			snprintf(diff, DIFF_LEN, "%s: xattr %s differs", a, p);
+			return 1;
+		}
+	}
+	for (char *p = lb; p < lb + nb; p += strlen(p) + 1) {
+		if (strncmp(p, "user.", 5))
+			continue;
+		if (lgetxattr(a, p, va, sizeof(va)) < 0) {
+			snprintf(diff, DIFF_LEN, "%s: xattr %s missing", a, p);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Compare trees @a (the snapshot) and @b (the reference); the first
+ * difference goes to @diff.  The roots' own attributes are not compared:
+ * a snapshot's root is its store's upper directory (docs/usage.md).
+ */
+static inline int cmp_tree(const char *a, const char *b, char *diff, int depth)
+{
+	char **na = list_dir(a), **nb = list_dir(b);
+	char pa[PATH_MAX], pb[PATH_MAX], la[PATH_MAX], lb[PATH_MAX];
+	struct stat sa, sb;
+	char *da = NULL, *db = NULL;
+	ssize_t n;
+	int ret = 1;
+	size_t i;
+
+	if (!na || !nb) {
+		snprintf(diff, DIFF_LEN, "cannot list %s or %s", a, b);
+		goto out;
+	}
+	for (i = 0; na[i] || nb[i]; i++) {
+		if (!na[i] || !nb[i] || strcmp(na[i], nb[i])) {
+			snprintf(diff, DIFF_LEN, "%s: entry '%s' vs reference '%s'",
+				 a, na[i] ? na[i] : "(none)",
+				 nb[i] ? nb[i] : "(none)");
+			goto out;
+		}
+		join(pa, a, na[i]);
+		join(pb, b, nb[i]);
+		if (lstat(pa, &sa) || lstat(pb, &sb)) {
+			snprintf(diff, DIFF_LEN, "%s: lstat: %s", pa, strerror(errno));
+			goto out;
+		}
+		if (sa.st_mode != sb.st_mode || sa.st_uid != sb.st_uid ||
+		    sa.st_gid != sb.st_gid) {
+			snprintf(diff, DIFF_LEN, "%s: mode/owner %o %u:%u vs %o %u:%u",
+				 pa, sa.st_mode, sa.st_uid, sa.st_gid,
+				 sb.st_mode, sb.st_uid, sb.st_gid);
+			goto out;
+		}
+		if (sa.st_mtim.tv_sec != sb.st_mtim.tv_sec ||
+		    sa.st_mtim.tv_nsec != sb.st_mtim.tv_nsec) {
+			snprintf(diff, DIFF_LEN, "%s: mtime %ld.%09ld vs %ld.%09ld",
+				 pa, sa.st_mtim.tv_sec, sa.st_mtim.tv_nsec,
+				 sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec);
+			goto out;
+		}
+		if (cmp_xattrs(pa, pb, diff))
+			goto out;
+		if (S_ISREG(sa.st_mode)) {
+			if (sa.st_size != sb.st_size) {
+				snprintf(diff, DIFF_LEN, "%s: size %lld vs %lld", pa,
+					 (long long)sa.st_size, (long long)sb.st_size);
+				goto out;
+			}
+			n = read_all(pa, &da);
+			if (n != read_all(pb, &db) || (n > 0 && memcmp(da, db, n))) {
+				snprintf(diff, DIFF_LEN, "%s: data differs", pa);
+				free(da);
+				free(db);
+				goto out;
+			}
+			free(da);
+			free(db);
+		} else if (S_ISLNK(sa.st_mode)) {
+			memset(la, 0, sizeof(la));
+			memset(lb, 0, sizeof(lb));
+			if (readlink(pa, la, sizeof(la) - 1) < 0 ||
+			    readlink(pb, lb, sizeof(lb) - 1) < 0 || strcmp(la, lb)) {
+				snprintf(diff, DIFF_LEN, "%s: link '%s' vs '%s'", pa, la, lb);
+				goto out;
+			}
+		} else if (S_ISDIR(sa.st_mode)) {
+			if (cmp_tree(pa, pb, diff, depth + 1))
+				goto out;
+		}
+	}
+	ret = 0;
+out:
+	free_list(na);
+	free_list(nb);
+	return ret;
+}
+
+static inline int drop_caches(void)
+{
+	int fd = open("/proc/sys/vm/drop_caches", O_WRONLY);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = write(fd, "3", 1) == 1 ? 0 : -errno;
+	close(fd);
+	return ret;
+}
+
+#endif
