@@ -41,20 +41,12 @@ SCRATCH_FS_VARIANTS(snap);
 static const char *tree_diff(struct _test_data_snap *self, const char *a,
 			     const char *b)
 {
-	self->diff[0] = 0;
-	cmp_tree(a, b, self->diff, 0);
-	return self->diff;
+	return snap_diff(self->diff, a, b);
 }
 
 static int mount_snapshot(struct _test_data_snap *self)
 {
-	if (mount("overlay", self->snap, "overlay", 0, self->opts))
-		return -errno;
-	/* read-only for users; the superblock stays writable for copy-ups */
-	if (mount(NULL, self->snap, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
-		  NULL))
-		return -errno;
-	return 0;
+	return snap_mount(self->opts, self->snap);
 }
 
 FIXTURE_SETUP(snap)
@@ -65,28 +57,13 @@ FIXTURE_SETUP(snap)
 
 	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/snap-%s",
 		 variant->fs.name);
-	/* whatever a failed test left mounted here */
-	join(p, self->mnt, "snap");
-	while (!umount2(p, 0))
-		;
-	while (!umount2(self->mnt, 0))
-		;
-	ret = scratch_mount(&variant->fs, self->mnt);
+	ret = snap_scratch(&variant->fs, self->mnt);
 	if (ret == -ENODEV)
 		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
 	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
 
-	join(self->live, self->mnt, "live");
-	join(self->store, self->mnt, "store");
-	join(self->ref, self->mnt, "ref");
-	join(self->snap, self->mnt, "snap");
-	ASSERT_EQ(0, mkdir(self->live, 0755));
-	ASSERT_EQ(0, mkdir(self->store, 0700));
-	ASSERT_EQ(0, mkdir(self->snap, 0755));
-	join(p, self->store, "upper");
-	ASSERT_EQ(0, mkdir(p, 0755));
-	join(p, self->store, "work");
-	ASSERT_EQ(0, mkdir(p, 0755));
+	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
+				 self->snap));
 
 	/* The live tree */
 	join(p, self->live, "f");
@@ -235,6 +212,10 @@ TEST_F(snap, open_file_across_copy_up)
 
 TEST_F(snap, bad_options)
 {
+	static const char * const conflicting[] = {
+		"metacopy=on", "volatile", "index=off", "nfs_export=off",
+		"userxattr",
+	};
 	char opts[4 * PATH_MAX], p[PATH_MAX], q[PATH_MAX];
 	int ret;
 
@@ -255,23 +236,14 @@ TEST_F(snap, bad_options)
 	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
 	EXPECT_EQ(EINVAL, errno) TH_LOG("two lowerdirs");
 
-	snprintf(opts, sizeof(opts),
-		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,metacopy=on",
-		 self->ref, p, p);
-	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
-	EXPECT_EQ(EINVAL, errno) TH_LOG("metacopy");
-
-	snprintf(opts, sizeof(opts),
-		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,index=off",
-		 self->ref, p, p);
-	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
-	EXPECT_EQ(EINVAL, errno) TH_LOG("index=off");
-
-	snprintf(opts, sizeof(opts),
-		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,userxattr",
-		 self->ref, p, p);
-	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
-	EXPECT_EQ(EINVAL, errno) TH_LOG("userxattr");
+	/* options that conflict with snapshot */
+	for (size_t i = 0; i < ARRAY_SIZE(conflicting); i++) {
+		snprintf(opts, sizeof(opts),
+			 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work,snapshot,%s",
+			 self->ref, p, p, conflicting[i]);
+		EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
+		EXPECT_EQ(EINVAL, errno) TH_LOG("%s", conflicting[i]);
+	}
 
 	/* the store inside the live tree */
 	ASSERT_EQ(0, scratch_sh("mkdir -p %s/store/upper %s/store/work",

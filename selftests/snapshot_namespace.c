@@ -40,19 +40,12 @@ SCRATCH_FS_VARIANTS(ns);
 static const char *tree_diff(struct _test_data_ns *self, const char *a,
 			     const char *b)
 {
-	self->diff[0] = 0;
-	cmp_tree(a, b, self->diff, 0);
-	return self->diff;
+	return snap_diff(self->diff, a, b);
 }
 
 static int mount_snapshot(struct _test_data_ns *self)
 {
-	if (mount("overlay", self->snap, "overlay", 0, self->opts))
-		return -errno;
-	if (mount(NULL, self->snap, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY,
-		  NULL))
-		return -errno;
-	return 0;
+	return snap_mount(self->opts, self->snap);
 }
 
 static int sh(const char *fmt, ...)
@@ -114,23 +107,13 @@ FIXTURE_SETUP(ns)
 
 	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/ns-%s",
 		 variant->fs.name);
-	join(p, self->mnt, "snap");
-	while (!umount2(p, 0))
-		;
-	while (!umount2(self->mnt, 0))
-		;
-	ret = scratch_mount(&variant->fs, self->mnt);
+	ret = snap_scratch(&variant->fs, self->mnt);
 	if (ret == -ENODEV)
 		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
 	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
 
-	join(self->live, self->mnt, "live");
-	join(self->store, self->mnt, "store");
-	join(self->ref, self->mnt, "ref");
-	join(self->snap, self->mnt, "snap");
-	ASSERT_EQ(0, mkdir(self->live, 0755));
-	ASSERT_EQ(0, mkdir(self->store, 0700));
-	ASSERT_EQ(0, mkdir(self->snap, 0755));
+	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
+				 self->snap));
 	join(p, self->mnt, "outside");
 	ASSERT_EQ(0, mkdir(p, 0755));
 

@@ -201,4 +201,63 @@ static inline int drop_caches(void)
 	return ret;
 }
 
+/* Compare @a with the reference @b; "" or the first difference, in @diff */
+static inline const char *snap_diff(char *diff, const char *a, const char *b)
+{
+	diff[0] = 0;
+	cmp_tree(a, b, diff, 0);
+	return diff;
+}
+
+/* Mount the snapshot overlay at @dir, then make the mount read-only */
+static inline int snap_mount(const char *opts, const char *dir)
+{
+	if (mount("overlay", dir, "overlay", 0, opts))
+		return -errno;
+	/* read-only for users; the superblock stays writable for copy-ups */
+	if (mount(NULL, dir, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL))
+		return -errno;
+	return 0;
+}
+
+/*
+ * A fresh @fs on @mnt, after unmounting whatever a failed test left at
+ * @mnt/snap and @mnt (the next mkfs would refuse a mounted disk).
+ */
+static inline int snap_scratch(const struct scratch_fs *fs, const char *mnt)
+{
+	char p[PATH_MAX];
+
+	join(p, mnt, "snap");
+	while (!umount2(p, 0))
+		;
+	while (!umount2(mnt, 0))
+		;
+	return scratch_mount(fs, mnt);
+}
+
+/*
+ * The layout under @mnt: the live tree, the store with upper and work
+ * directories, the reference's path and the snapshot's mount point.
+ */
+static inline int snap_layout(const char *mnt, char *live, char *store,
+			      char *ref, char *snap)
+{
+	char p[PATH_MAX];
+
+	join(live, mnt, "live");
+	join(store, mnt, "store");
+	join(ref, mnt, "ref");
+	join(snap, mnt, "snap");
+	if (mkdir(live, 0755) || mkdir(store, 0700) || mkdir(snap, 0755))
+		return -errno;
+	join(p, store, "upper");
+	if (mkdir(p, 0755))
+		return -errno;
+	join(p, store, "work");
+	if (mkdir(p, 0755))
+		return -errno;
+	return 0;
+}
+
 #endif
