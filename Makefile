@@ -51,6 +51,18 @@ run-kernel: need-deps linux/.git
 selftests: need-deps linux/.git ## build the selftests (static, for the guest)
 	$(MAKE) -s -C selftests
 
+PREFIX ?= /usr/local
+TOOL_CFLAGS := -O2 -g -Wall -Wextra -Wno-unused-parameter -Werror -static
+
+tool: build/ovl-snapshot ## build the ovl-snapshot tool (build/ovl-snapshot)
+
+build/ovl-snapshot: tools/ovl-snapshot.c
+	@mkdir -p build
+	$(CC) $(TOOL_CFLAGS) -o $@ $<
+
+install: tool ## install ovl-snapshot in $(DESTDIR)$(PREFIX)/sbin
+	install -D -m 0755 build/ovl-snapshot $(DESTDIR)$(PREFIX)/sbin/ovl-snapshot
+
 run: run-kernel selftests ## boot the guest: a shell, or CMD='...'
 	KERNEL=$(RUN_KERNEL) qemu/boot.sh $(CMD)
 
@@ -99,4 +111,4 @@ clean: ## remove build/ (keeps linux/ and the ccache)
 	rm -rf build
 
 .PHONY: bench bisect help deps need-deps linux export kernel run-kernel selftests run guest-check \
-	check demo test-tools static checkpatch sparse cocci clean
+	check demo test-tools static checkpatch sparse cocci clean tool install

@@ -60,6 +60,34 @@ else
 	say "kernel without the snapshot option: no snapshot demo"
 fi
 
+tool=build/selftests/ovl-snapshot
+if [ -x $tool ]; then
+	say "ovl-snapshot: a tree, snapshots taken while it changes"
+	t=$m/www
+	mkdir -p $t/html
+	echo "<h1>v1</h1>" >$t/html/index.html
+	echo "v1" >$t/VERSION
+	$tool init $t >/dev/null && echo "init: snapshot 1 armed"
+	echo "v2" >$t/VERSION
+	echo "<h1>v2</h1>" >$t/html/index.html
+	echo "started" >$t/log
+	echo "take: snapshot $($tool take $t after-v2) (VERSION=$(cat $t/VERSION))"
+	echo "v3" >$t/VERSION
+	mv $t/html $t/public
+	echo "more" >>$t/log
+	echo "live now: VERSION=$(cat $t/VERSION), $(ls $t | tr '\n' ' ')"
+	$tool list $t | sed 's/^/  /'
+	mkdir -p $m/view
+	$tool mount $t 2 $m/view
+	echo "snapshot 2 (after-v2), read-only at $m/view: VERSION=$(cat $m/view/VERSION), $(ls $m/view | tr '\n' ' ')"
+	echo "  html/index.html: $(cat $m/view/html/index.html)   log: $(cat $m/view/log)"
+	$tool umount $m/view
+	$tool mount $t 1 $m/view 2>&1 | sed 's/^/  /' || true
+	$tool status $t | sed 's/^/  /'
+	$tool delete $t 1 && echo "deleted snapshot 1 (the oldest): its space is free"
+	$tool list $t | sed 's/^/  /'
+fi
+
 ctl=/sys/kernel/debug/fs_premod_test
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 if [ -e $ctl/watch ]; then

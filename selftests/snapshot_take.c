@@ -1,0 +1,442 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Overlayfs snapshots, taking a new one: an overlay mounted with
+ * "snapshot,snapshot_prev=OLD_UPPER" takes over from the active snapshot
+ * whose upper is OLD_UPPER.  From then on copy-ups go to the new upper
+ * only, and the new snapshot shows the live tree of the moment of the
+ * takeover.  A modification in flight at that moment finishes before it
+ * (the modification barrier), so no copy is torn.
+ *
+ * References are "cp -a" of the live tree taken right before each mount.
+ * Checks: the new snapshot equals its reference warm, after drop_caches
+ * and armed again after umount; the old upper does not change after the
+ * takeover; bad takeovers fail with the documented errno.
+ */
+#define _GNU_SOURCE
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "scratch.h"
+#include "snaptree.h"
+#include "kselftest_harness.h"
+
+FIXTURE(take) {
+	char mnt[PATH_MAX];
+	char live[PATH_MAX];
+	char store[PATH_MAX];
+	char ref[PATH_MAX];
+	char snap[PATH_MAX];
+	char diff[DIFF_LEN];
+	int active;		/* id of the active snapshot, 0 for none */
+};
+
+FIXTURE_VARIANT(take) {
+	struct scratch_fs fs;
+};
+
+SCRATCH_FS_VARIANTS(take);
+
+static int sh(const char *fmt, ...)
+{
+	char cmd[4 * PATH_MAX];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	return system(cmd);
+}
+
+static const char *L(struct _test_data_take *self, const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	join(buf[i], self->live, name);
+	return buf[i];
+}
+
+/* STORE/id/part */
+static const char *S(struct _test_data_take *self, int id, const char *part)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	snprintf(buf[i], PATH_MAX, "%s/%d/%s", self->store, id, part);
+	return buf[i];
+}
+
+/* The mount point of snapshot @id's overlay */
+static const char *M(struct _test_data_take *self, int id)
+{
+	static char buf[2][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 2;
+	snprintf(buf[i], PATH_MAX, "%s%d", self->snap, id);
+	return buf[i];
+}
+
+static int opts(struct _test_data_take *self, char *buf, size_t len, int id,
+		const char *prev)
+{
+	return snprintf(buf, len,
+			"lowerdir=%s,upperdir=%s,workdir=%s,snapshot%s%s",
+			self->live, S(self, id, "upper"), S(self, id, "work"),
+			prev ? ",snapshot_prev=" : "", prev ? prev : "") >= (int)len;
+}
+
+/* Mount snapshot @id's overlay, taking over from @prev_id if not 0 */
+static int arm(struct _test_data_take *self, int id, int prev_id)
+{
+	char o[4 * PATH_MAX];
+
+	if (opts(self, o, sizeof(o), id, prev_id ? S(self, prev_id, "upper") : NULL))
+		return -ENAMETOOLONG;
+	return snap_mount(o, M(self, id));
+}
+
+/*
+ * Take snapshot @id: a new store directory and mount point, the reference
+ * of this moment (nothing changes the live tree in between), the takeover,
+ * and the unmount of the previous overlay, as ovl-snapshot take does.
+ */
+static int take_keep(struct _test_data_take *self, int id, bool keep,
+		     bool ref)
+{
+	int ret;
+
+	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
+	    mkdir(S(self, id, "work"), 0755) ||
+	    (mkdir(M(self, id), 0755) && errno != EEXIST))
+		return -errno;
+	if (ref && sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref))
+		return -EIO;
+	ret = arm(self, id, self->active);
+	if (ret)
+		return ret;
+	if (self->active && !keep && umount2(M(self, self->active), 0))
+		return -errno;
+	self->active = id;
+	return 0;
+}
+
+static int take(struct _test_data_take *self, int id)
+{
+	return take_keep(self, id, false, true);
+}
+
+/* Snapshot @id equals the reference: warm, cold, and armed again */
+#define CHECK_ACTIVE(id)						\
+	do {								\
+		EXPECT_STRNE("", snap_diff(self->diff, self->live, self->ref)) \
+			TH_LOG("the live tree did not change");		\
+		EXPECT_STREQ("", snap_diff(self->diff, M(self, id), self->ref)) \
+			TH_LOG("warm");					\
+		ASSERT_EQ(0, drop_caches());				\
+		EXPECT_STREQ("", snap_diff(self->diff, M(self, id), self->ref)) \
+			TH_LOG("after drop_caches");			\
+		ASSERT_EQ(0, umount2(M(self, id), 0));			\
+		ASSERT_EQ(0, arm(self, id, 0));				\
+		EXPECT_STREQ("", snap_diff(self->diff, M(self, id), self->ref)) \
+			TH_LOG("armed again");				\
+	} while (0)
+
+FIXTURE_SETUP(take)
+{
+	int ret;
+
+	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/take-%s",
+		 variant->fs.name);
+	ret = snap_scratch(&variant->fs, self->mnt);
+	if (ret == -ENODEV)
+		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
+	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+
+	join(self->live, self->mnt, "live");
+	join(self->store, self->mnt, "store");
+	join(self->ref, self->mnt, "ref");
+	join(self->snap, self->mnt, "snap");
+	ASSERT_EQ(0, mkdir(self->live, 0755));
+	ASSERT_EQ(0, mkdir(self->store, 0700));
+
+	ASSERT_EQ(0, scratch_write(L(self, "f"), "version 1", O_EXCL));
+	ASSERT_EQ(0, scratch_write(L(self, "g"), "untouched until 2", O_EXCL));
+	ASSERT_EQ(0, mkdir(L(self, "d"), 0750));
+	ASSERT_EQ(0, scratch_write(L(self, "d/h"), "nested 1", O_EXCL));
+	ASSERT_EQ(0, mkdir(L(self, "d/e"), 0755));
+	ASSERT_EQ(0, scratch_write(L(self, "d/e/deep"), "deep 1", O_EXCL));
+
+	self->active = 0;
+	ret = take(self, 1);
+	if (ret == -EINVAL)
+		SKIP(return, "overlay has no snapshot option (kernel without the series?)");
+	ASSERT_EQ(0, ret) TH_LOG("snapshot 1: %s", strerror(-ret));
+}
+
+FIXTURE_TEARDOWN(take)
+{
+	char p[PATH_MAX];
+
+	for (int id = 1; id <= 64; id++) {
+		snprintf(p, sizeof(p), "%s%d", self->snap, id);
+		umount2(p, 0);
+	}
+	if (umount2(self->mnt, 0)) {
+		fprintf(stderr, "# umount %s: %s\n", self->mnt, strerror(errno));
+		umount2(self->mnt, MNT_DETACH);
+	}
+}
+
+/*
+ * Changes after snapshot 1, snapshot 2, changes to the same and to other
+ * objects: snapshot 2 shows its moment, and snapshot 1's upper does not
+ * change after the takeover (its copies are of its own moment).
+ */
+TEST_F(take, takeover)
+{
+	char copy1[PATH_MAX];
+
+	/* changes preserved in 1 */
+	ASSERT_EQ(0, scratch_write(L(self, "f"), "version 2", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(L(self, "d/h"), "nested 2", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(L(self, "new1"), "born after 1", O_EXCL));
+	ASSERT_EQ(0, rename(L(self, "d/e"), L(self, "e2")));
+
+	/* snapshot 1's overlay stays mounted: it must stop preserving */
+	ASSERT_EQ(0, take_keep(self, 2, true, true));
+	join(copy1, self->mnt, "upper1-copy");
+	ASSERT_EQ(0, sh("cp -a %s %s", S(self, 1, "upper"), copy1));
+
+	/* the same objects again (done in 1), others for the first time */
+	ASSERT_EQ(0, scratch_write(L(self, "f"), "version 3", O_TRUNC));
+	ASSERT_EQ(0, chmod(L(self, "d/h"), 0600));
+	ASSERT_EQ(0, scratch_write(L(self, "g"), "changed after 2", O_TRUNC));
+	ASSERT_EQ(0, unlink(L(self, "new1")));
+	ASSERT_EQ(0, rename(L(self, "e2"), L(self, "d/e3")));
+	ASSERT_EQ(0, scratch_write(L(self, "d/e3/deep"), "deep 3", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(L(self, "new2"), "born after 2", O_EXCL));
+
+	EXPECT_STREQ("", snap_diff(self->diff, S(self, 1, "upper"), copy1))
+		TH_LOG("snapshot 1's upper changed after the takeover");
+	ASSERT_EQ(0, umount2(M(self, 1), 0));
+	CHECK_ACTIVE(2);
+}
+
+/* Many takes in a row, each with changes in between */
+TEST_F(take, repeated)
+{
+	char name[32];
+
+	for (int id = 2; id <= 8; id++) {
+		snprintf(name, sizeof(name), "round %d", id);
+		ASSERT_EQ(0, scratch_write(L(self, "f"), name, O_TRUNC));
+		snprintf(name, sizeof(name), "n%d", id);
+		ASSERT_EQ(0, scratch_write(L(self, name), name, O_EXCL));
+		ASSERT_EQ(0, take(self, id)) TH_LOG("take %d", id);
+	}
+	ASSERT_EQ(0, scratch_write(L(self, "f"), "after the last", O_TRUNC));
+	ASSERT_EQ(0, unlink(L(self, "n2")));
+	ASSERT_EQ(0, rename(L(self, "d"), L(self, "d9")));
+	CHECK_ACTIVE(8);
+}
+
+/*
+ * A shared writable mapping made before the take: its next store must
+ * fault and be preserved in the new snapshot, not go straight through.
+ */
+TEST_F(take, mapped_across)
+{
+	char *map;
+	int fd;
+
+	fd = open(L(self, "f"), O_RDWR);
+	ASSERT_LE(0, fd);
+	map = mmap(NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	ASSERT_NE(MAP_FAILED, map);
+	map[0] = 'A';		/* preserved in 1, visible in 2 */
+	ASSERT_EQ(0, msync(map, 4096, MS_SYNC));
+
+	ASSERT_EQ(0, take(self, 2));
+	map[0] = 'B';		/* after 2: must not reach it */
+	map[1] = 'B';
+	ASSERT_EQ(0, msync(map, 4096, MS_SYNC));
+	munmap(map, 4096);
+	CHECK_ACTIVE(2);
+}
+
+/* An fd opened for write before the take and written after it */
+TEST_F(take, open_across)
+{
+	int fd;
+
+	fd = open(L(self, "g"), O_WRONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(1, pwrite(fd, "1", 1, 0));
+	ASSERT_EQ(0, take(self, 2));
+	ASSERT_EQ(1, pwrite(fd, "2", 1, 1));
+	ASSERT_EQ(0, ftruncate(fd, 4));
+	close(fd);
+	CHECK_ACTIVE(2);
+}
+
+/* Bad takeovers: nothing changes, the active snapshot stays active */
+TEST_F(take, errors)
+{
+	char o[4 * PATH_MAX], file[PATH_MAX];
+
+	ASSERT_EQ(0, mkdir(S(self, 2, ""), 0700));
+	ASSERT_EQ(0, mkdir(S(self, 2, "upper"), 0755));
+	ASSERT_EQ(0, mkdir(S(self, 2, "work"), 0755));
+	ASSERT_EQ(0, mkdir(M(self, 2), 0755));
+
+	/* snapshot_prev without snapshot */
+	snprintf(o, sizeof(o), "lowerdir=%s,upperdir=%s,workdir=%s,snapshot_prev=%s",
+		 self->live, S(self, 2, "upper"), S(self, 2, "work"),
+		 S(self, 1, "upper"));
+	EXPECT_EQ(-EINVAL, snap_mount(o, M(self, 2)));
+	/* not a directory */
+	join(file, self->mnt, "file");
+	ASSERT_EQ(0, scratch_write(file, "x", O_EXCL));
+	ASSERT_EQ(0, opts(self, o, sizeof(o), 2, file));
+	EXPECT_EQ(-EINVAL, snap_mount(o, M(self, 2)));
+	/* not the active snapshot's upper */
+	ASSERT_EQ(0, opts(self, o, sizeof(o), 2, S(self, 2, "work")));
+	EXPECT_EQ(-EBUSY, snap_mount(o, M(self, 2)));
+	/* a second one without snapshot_prev */
+	EXPECT_EQ(-EBUSY, arm(self, 2, 0));
+
+	/* snapshot 1 still preserves */
+	ASSERT_EQ(0, scratch_write(L(self, "f"), "changed", O_TRUNC));
+	EXPECT_STREQ("", snap_diff(self->diff, M(self, 1), self->ref));
+
+	/* a takeover from a snapshot that is no longer active */
+	ASSERT_EQ(0, sh("rm -rf %s/2", self->store));
+	ASSERT_EQ(0, take(self, 2));
+	ASSERT_EQ(0, mkdir(S(self, 3, ""), 0700));
+	ASSERT_EQ(0, mkdir(S(self, 3, "upper"), 0755));
+	ASSERT_EQ(0, mkdir(S(self, 3, "work"), 0755));
+	ASSERT_EQ(0, mkdir(M(self, 3), 0755));
+	EXPECT_EQ(-EBUSY, arm(self, 3, 1));
+	/* none active at all */
+	ASSERT_EQ(0, umount2(M(self, 2), 0));
+	EXPECT_EQ(-ENOENT, arm(self, 3, 2));
+}
+
+/*
+ * The barrier: two threads keep rewriting a whole file, each write with
+ * one byte value, while snapshots are taken.  A snapshot's copy of the
+ * file must hold one write wholly, whatever was in flight at the take.
+ */
+#define BARRIER_SIZE	(1024 * 1024)
+#define BARRIER_TAKES	24
+
+struct writer {
+	const char *path;
+	int seed;
+	volatile int *stop;
+	int err;
+};
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+	char *buf = malloc(2 * BARRIER_SIZE);
+	int fd = open(w->path, O_WRONLY);
+	unsigned int n = 0;
+
+	if (!buf || fd < 0) {
+		w->err = errno ?: ENOMEM;
+		goto out;
+	}
+	/* two values per writer, written back to back */
+	memset(buf, w->seed, BARRIER_SIZE);
+	memset(buf + BARRIER_SIZE, w->seed + 2, BARRIER_SIZE);
+	while (!*w->stop) {
+		if (pwrite(fd, buf + (n++ & 1) * BARRIER_SIZE, BARRIER_SIZE,
+			   0) != BARRIER_SIZE) {
+			w->err = errno ?: EIO;
+			break;
+		}
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* 0: every byte of @path equals the first; else the offset + 1 */
+static long uniform(const char *path, long *size)
+{
+	char *buf;
+	ssize_t n = read_all(path, &buf);
+	long bad = 0;
+
+	*size = n;
+	if (n < 0)
+		return -1;
+	for (ssize_t i = 1; i < n; i++) {
+		if (buf[i] != buf[0]) {
+			bad = i + 1;
+			break;
+		}
+	}
+	free(buf);
+	return bad;
+}
+
+TEST_F(take, barrier)
+{
+	struct writer w[2];
+	pthread_t th[2];
+	volatile int stop = 0;
+	int copies = 0;
+	long size, bad;
+
+	ASSERT_EQ(0, sh("dd if=/dev/zero of=%s bs=%d count=1 status=none",
+			L(self, "w"), BARRIER_SIZE));
+
+	for (int i = 0; i < 2; i++) {
+		w[i] = (struct writer){ .path = L(self, "w"), .seed = i + 1,
+					.stop = &stop };
+		ASSERT_EQ(0, pthread_create(&th[i], NULL, writer_fn, &w[i]));
+	}
+	/* as fast as they come: no reference, which would copy the file */
+	for (int id = 2; id <= BARRIER_TAKES + 1; id++) {
+		ASSERT_EQ(0, take_keep(self, id, false, false)) TH_LOG("take %d", id);
+	}
+	stop = 1;
+	for (int i = 0; i < 2; i++) {
+		pthread_join(th[i], NULL);
+		EXPECT_EQ(0, w[i].err) TH_LOG("writer %d: %s", i, strerror(w[i].err));
+	}
+
+	/* Every copy in an upper is the file at that snapshot's take */
+	for (int id = 1; id <= BARRIER_TAKES + 1; id++) {
+		char p[PATH_MAX];
+		struct stat st;
+
+		snprintf(p, sizeof(p), "%s/w", S(self, id, "upper"));
+		/* none: no write came before the next take; 1: a whiteout */
+		if (lstat(p, &st) || !S_ISREG(st.st_mode))
+			continue;
+		copies++;
+		bad = uniform(p, &size);
+		EXPECT_EQ(BARRIER_SIZE, size) TH_LOG("snapshot %d", id);
+		EXPECT_EQ(0, bad) TH_LOG("snapshot %d: torn copy, byte %ld differs from byte 0",
+					 id, bad - 1);
+	}
+	TH_LOG("%d of %d snapshots hold a copy", copies, BARRIER_TAKES + 1);
+	EXPECT_LT(0, copies);
+	bad = uniform(L(self, "w"), &size);
+	EXPECT_EQ(0, bad) TH_LOG("the live file itself is torn");
+}
+
+TEST_HARNESS_MAIN

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * The ovl-snapshot tool, as a sysadmin's script uses it: exit codes, the
+ * ids it prints, list and status, and that a snapshot mounted with it
+ * equals the "cp -a" reference taken at its moment.  The tool is the one
+ * built next to this test.
+ */
+#define _GNU_SOURCE
+#include <libgen.h>
+#include <stdio.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "scratch.h"
+#include "snaptree.h"
+#include "kselftest_harness.h"
+
+FIXTURE(tool) {
+	char mnt[PATH_MAX];
+	char live[PATH_MAX];
+	char store[PATH_MAX];
+	char ref[PATH_MAX];
+	char view[PATH_MAX];
+	char tool[PATH_MAX];
+	char out[4096];
+	char diff[DIFF_LEN];
+};
+
+FIXTURE_VARIANT(tool) {
+	struct scratch_fs fs;
+};
+
+SCRATCH_FS_VARIANTS(tool);
+
+/* Run a shell command; its stdout in self->out; returns the exit status */
+static int run(struct _test_data_tool *self, const char *fmt, ...)
+{
+	char cmd[4 * PATH_MAX];
+	va_list ap;
+	FILE *p;
+	size_t n;
+	int st;
+
+	va_start(ap, fmt);
+	vsnprintf(cmd, sizeof(cmd), fmt, ap);
+	va_end(ap);
+	p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	n = fread(self->out, 1, sizeof(self->out) - 1, p);
+	self->out[n] = 0;
+	st = pclose(p);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static const char *L_(const char *dir, const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	join(buf[i], dir, name);
+	return buf[i];
+}
+
+#define T(fmt, ...) run(self, "%s " fmt, self->tool, ##__VA_ARGS__)
+
+FIXTURE_SETUP(tool)
+{
+	char exe[PATH_MAX];
+	ssize_t n;
+	int ret;
+
+	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+	ASSERT_LT(0, n);
+	exe[n] = 0;
+	snprintf(self->tool, sizeof(self->tool), "%s/ovl-snapshot", dirname(exe));
+	if (access(self->tool, X_OK))
+		SKIP(return, "no %s (build the selftests with make selftests)", self->tool);
+
+	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/tool-%s",
+		 variant->fs.name);
+	ret = snap_scratch(&variant->fs, self->mnt);
+	if (ret == -ENODEV)
+		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
+	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	join(self->live, self->mnt, "live");
+	join(self->store, self->mnt, ".live.snapshots");
+	join(self->ref, self->mnt, "ref");
+	join(self->view, self->mnt, "view");
+	ASSERT_EQ(0, mkdir(self->live, 0755));
+	ASSERT_EQ(0, mkdir(self->view, 0755));
+	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "one", O_EXCL));
+	ASSERT_EQ(0, mkdir(L_(self->live, "d"), 0755));
+	ASSERT_EQ(0, scratch_write(L_(self->live, "d/g"), "nested", O_EXCL));
+}
+
+FIXTURE_TEARDOWN(tool)
+{
+	char p[PATH_MAX];
+
+	umount2(self->view, 0);
+	for (int id = 1; id <= 8; id++) {
+		snprintf(p, sizeof(p), "%s/%d/root", self->store, id);
+		umount2(p, 0);
+	}
+	if (umount2(self->mnt, 0))
+		umount2(self->mnt, MNT_DETACH);
+}
+
+TEST_F(tool, lifecycle)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	/* usage errors */
+	EXPECT_EQ(2, T("2>/dev/null"));
+	EXPECT_EQ(2, T("frobnicate %s 2>/dev/null", self->live));
+	EXPECT_EQ(0, T("--help >/dev/null"));
+	/* not initialised yet */
+	EXPECT_EQ(1, T("status %s 2>/dev/null", self->live));
+
+	ASSERT_EQ(0, T("init %s", self->live));
+	EXPECT_STREQ("1\n", self->out);
+	EXPECT_EQ(1, T("init %s 2>/dev/null", self->live)) TH_LOG("init twice");
+	EXPECT_EQ(0, T("status %s", self->live));
+	EXPECT_NE(NULL, strstr(self->out, "armed: yes")) TH_LOG("%s", self->out);
+
+	/* changes after 1, then snapshot 2 with a reference of its moment */
+	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "two", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(L_(self->live, "new"), "new", O_EXCL));
+	ASSERT_EQ(0, run(self, "cp -a %s %s", self->live, self->ref));
+	ASSERT_EQ(0, T("take %s nightly", self->live));
+	EXPECT_STREQ("2\n", self->out);
+	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "three", O_TRUNC));
+	ASSERT_EQ(0, rename(L_(self->live, "d"), L_(self->live, "d2")));
+	ASSERT_EQ(0, unlink(L_(self->live, "new")));
+
+	EXPECT_EQ(0, T("list %s", self->live));
+	EXPECT_NE(NULL, strstr(self->out, "nightly")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "active,armed")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "\n1 ")) TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "\n2 ")) TH_LOG("%s", self->out);
+
+	/* the active snapshot, mounted read-only, is its moment */
+	ASSERT_EQ(0, T("mount %s 2 %s", self->live, self->view));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref));
+	EXPECT_NE(0, scratch_write(L_(self->view, "x"), "x", O_EXCL));
+	ASSERT_EQ(0, T("umount %s", self->view));
+	/* older ones: not yet, and said so */
+	EXPECT_EQ(1, T("mount %s 1 %s 2>/dev/null", self->live, self->view));
+
+	/* deleting: not the active one; the oldest goes with its space */
+	EXPECT_EQ(1, T("delete %s 2 2>/dev/null", self->live));
+	ASSERT_EQ(0, T("delete %s 1", self->live));
+	snprintf(p, sizeof(p), "%s/1", self->store);
+	EXPECT_NE(0, stat(p, &st)) TH_LOG("%s still there", p);
+
+	/* disarmed (as after a reboot): status says so, take refuses, arm */
+	snprintf(p, sizeof(p), "%s/2/root", self->store);
+	ASSERT_EQ(0, umount2(p, 0));
+	EXPECT_EQ(3, T("status %s", self->live));
+	EXPECT_EQ(1, T("take %s 2>/dev/null", self->live));
+	ASSERT_EQ(0, T("arm %s", self->live));
+	EXPECT_EQ(0, T("arm %s", self->live)) TH_LOG("arm is idempotent");
+	EXPECT_EQ(0, T("status %s", self->live));
+	ASSERT_EQ(0, T("mount %s 2 %s", self->live, self->view));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref))
+		TH_LOG("armed again");
+	ASSERT_EQ(0, T("umount %s", self->view));
+}
+
+/* A store inside the live tree is refused before anything is mounted */
+TEST_F(tool, store_inside_live)
+{
+	EXPECT_EQ(1, T("--store %s/d/store init %s 2>/dev/null", self->live,
+		       self->live));
+	EXPECT_EQ(1, T("status %s 2>/dev/null", self->live));
+	EXPECT_NE(0, access(L_(self->live, "d/store"), F_OK))
+		TH_LOG("the refused init wrote into the live tree");
+}
+
+TEST_HARNESS_MAIN
