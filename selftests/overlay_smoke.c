@@ -32,13 +32,8 @@ static void path(char *buf, const char *dir, const char *name)
 FIXTURE_SETUP(overlay)
 {
 	char p[PATH_MAX], opts[4 * PATH_MAX];
-	int ret;
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/%s", variant->fs.name);
-	ret = scratch_mount(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "overlay");
 
 	snprintf(self->lower, sizeof(self->lower), "%s/lower", self->mnt);
 	snprintf(self->upper, sizeof(self->upper), "%s/upper", self->mnt);

@@ -131,7 +131,6 @@ static void consumer_reset(void)
 FIXTURE_SETUP(premod)
 {
 	char p[PATH_MAX];
-	int ret;
 
 	if (access(CTL "watch", W_OK) &&
 	    mount("debugfs", "/sys/kernel/debug", "debugfs", 0, NULL) &&
@@ -140,12 +139,7 @@ FIXTURE_SETUP(premod)
 	if (access(CTL "watch", W_OK))
 		SKIP(return, "kernel without CONFIG_FS_PREMOD_TEST");
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/premod-%s",
-		 variant->fs.name);
-	ret = scratch_mount(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "premod");
 
 	join(self->w, self->mnt, "w");
 	join(self->f, self->w, "f");

@@ -86,7 +86,7 @@ static inline int scratch_sh(const char *fmt, ...)
 	__attribute__((format(printf, 1, 2)));
 static inline int scratch_sh(const char *fmt, ...)
 {
-	char cmd[2 * PATH_MAX];
+	char cmd[4 * PATH_MAX];
 	va_list ap;
 	int st;
 
@@ -172,5 +172,25 @@ FIXTURE_VARIANT_ADD(f, btrfs) {						\
 FIXTURE_VARIANT_ADD(f, tmpfs) {						\
 	.fs = { .name = "tmpfs" },					\
 }
+
+/*
+ * In a FIXTURE_SETUP: make a fresh @fs with @mount_fn (scratch_mount or
+ * snap_scratch) on SCRATCH_BASE/TAG-FSNAME, stored in @mnt (a char array).
+ * Skips, saying why, when the scratch disk is missing; fails on any other
+ * error.
+ */
+#define SCRATCH_SETUP(mount_fn, fs, mnt, tag)					\
+	do {									\
+		int __ret;							\
+										\
+		snprintf(mnt, sizeof(mnt), SCRATCH_BASE "/" tag "-%s",		\
+			 (fs)->name);						\
+		__ret = mount_fn(fs, mnt);					\
+		if (__ret == -ENODEV)						\
+			SKIP(return, "no scratch disk with serial '%s'",	\
+			     (fs)->name);					\
+		ASSERT_EQ(0, __ret) TH_LOG("mount %s: %s", (fs)->name,		\
+					   strerror(-__ret));			\
+	} while (0)
 
 #endif /* OVL_SELFTESTS_SCRATCH_H */

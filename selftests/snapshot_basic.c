@@ -55,12 +55,7 @@ FIXTURE_SETUP(snap)
 	char big[65536];
 	int ret, fd;
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/snap-%s",
-		 variant->fs.name);
-	ret = snap_scratch(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "snap");
 
 	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
 				 self->snap));

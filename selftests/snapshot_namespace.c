@@ -37,6 +37,9 @@ FIXTURE_VARIANT(ns) {
 
 SCRATCH_FS_VARIANTS(ns);
 
+/* A path under the live tree */
+#define L(self, name) snap_path((self)->live, name)
+
 static const char *tree_diff(struct _test_data_ns *self, const char *a,
 			     const char *b)
 {
@@ -48,28 +51,6 @@ static int mount_snapshot(struct _test_data_ns *self)
 	return snap_mount(self->opts, self->snap);
 }
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-/* A path under the live tree */
-static const char *L(struct _test_data_ns *self, const char *name)
-{
-	static char buf[4][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 4;
-	join(buf[i], self->live, name);
-	return buf[i];
-}
-
 /*
  * Take the snapshot again: a new store, a new reference.  Returns 0 or a
  * negative errno of the mount.
@@ -77,7 +58,7 @@ static const char *L(struct _test_data_ns *self, const char *name)
 static int resnap(struct _test_data_ns *self)
 {
 	umount2(self->snap, 0);
-	if (sh("rm -rf %s %s/upper %s/work && mkdir %s/upper %s/work && cp -a %s %s",
+	if (scratch_sh("rm -rf %s %s/upper %s/work && mkdir %s/upper %s/work && cp -a %s %s",
 	       self->ref, self->store, self->store, self->store, self->store,
 	       self->live, self->ref))
 		return -EIO;
@@ -105,12 +86,7 @@ FIXTURE_SETUP(ns)
 	char p[PATH_MAX];
 	int ret;
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/ns-%s",
-		 variant->fs.name);
-	ret = snap_scratch(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "ns");
 
 	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
 				 self->snap));
@@ -131,9 +107,9 @@ FIXTURE_SETUP(ns)
 	ASSERT_EQ(0, symlink("d/g", L(self, "link")));
 	ASSERT_EQ(0, mkfifo(L(self, "fifo"), 0600));
 	ASSERT_EQ(0, mkdir(L(self, "empty"), 0700));
-	ASSERT_EQ(0, sh("cd %s && mkdir -p t/1/2/3/4/5/6/7/8 && for i in 1 1/2 1/2/3 1/2/3/4 1/2/3/4/5 1/2/3/4/5/6 1/2/3/4/5/6/7 1/2/3/4/5/6/7/8; do echo level $i > t/$i/file; done",
+	ASSERT_EQ(0, scratch_sh("cd %s && mkdir -p t/1/2/3/4/5/6/7/8 && for i in 1 1/2 1/2/3 1/2/3/4 1/2/3/4/5 1/2/3/4/5/6 1/2/3/4/5/6/7 1/2/3/4/5/6/7/8; do echo level $i > t/$i/file; done",
 			self->live));
-	ASSERT_EQ(0, sh("dd if=/dev/urandom of=%s bs=64k count=8 status=none",
+	ASSERT_EQ(0, scratch_sh("dd if=/dev/urandom of=%s bs=64k count=8 status=none",
 			L(self, "big")));
 
 	/* Files and directories get the same mtimes in both trees */
@@ -195,7 +171,7 @@ TEST_F(ns, remove)
 	ASSERT_EQ(0, unlink(L(self, "link")));
 	ASSERT_EQ(0, unlink(L(self, "fifo")));
 	ASSERT_EQ(0, rmdir(L(self, "empty")));
-	ASSERT_EQ(0, sh("rm -rf %s %s", L(self, "t"), L(self, "d")));
+	ASSERT_EQ(0, scratch_sh("rm -rf %s %s", L(self, "t"), L(self, "d")));
 	/* the other name of d/h2 lives on and changes */
 	ASSERT_EQ(0, scratch_write(L(self, "h1"), "changed after rm", O_TRUNC));
 
@@ -248,7 +224,7 @@ TEST_F(ns, rename_dirs)
 	/* an ancestor of both moved directories */
 	ASSERT_EQ(0, rename(L(self, "t"), L(self, "tt")));
 	ASSERT_EQ(0, scratch_write(L(self, "tt/1/2/d/g"), "again", O_TRUNC));
-	ASSERT_EQ(0, sh("rm -rf %s", L(self, "tt/1/2/3")));
+	ASSERT_EQ(0, scratch_sh("rm -rf %s", L(self, "tt/1/2/3")));
 	CHECK_SNAPSHOT();
 
 	/* back where they were */
@@ -314,7 +290,7 @@ TEST_F(ns, outside)
 	ASSERT_EQ(0, scratch_write(out2, "from outside", O_EXCL));
 	ASSERT_EQ(0, rename(out2, L(self, "g")));
 	/* mv falls back to copy and unlink for the directory */
-	ASSERT_EQ(0, sh("mv %s %s/outside/", L(self, "d"), self->mnt));
+	ASSERT_EQ(0, scratch_sh("mv %s %s/outside/", L(self, "d"), self->mnt));
 	CHECK_SNAPSHOT();
 }
 
@@ -401,7 +377,7 @@ TEST_F(ns, enospc)
 	}
 	join(ref_big, self->ref, "big");
 	if (ret) {
-		EXPECT_EQ(0, sh("cmp -s %s %s", L(self, "big"), ref_big))
+		EXPECT_EQ(0, scratch_sh("cmp -s %s %s", L(self, "big"), ref_big))
 			TH_LOG("the failed append changed the live file");
 	}
 	ret = rename(L(self, "big"), L(self, "big2")) ? errno : 0;

@@ -39,26 +39,8 @@ FIXTURE_VARIANT(take) {
 
 SCRATCH_FS_VARIANTS(take);
 
-static int sh(const char *fmt, ...)
-{
-	char cmd[4 * PATH_MAX];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(cmd, sizeof(cmd), fmt, ap);
-	va_end(ap);
-	return system(cmd);
-}
-
-static const char *L(struct _test_data_take *self, const char *name)
-{
-	static char buf[4][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 4;
-	join(buf[i], self->live, name);
-	return buf[i];
-}
+/* A path under the live tree */
+#define L(self, name) snap_path((self)->live, name)
 
 /* STORE/id/part */
 static const char *S(struct _test_data_take *self, int id, const char *part)
@@ -115,7 +97,7 @@ static int take_keep(struct _test_data_take *self, int id, bool keep,
 	    mkdir(S(self, id, "work"), 0755) ||
 	    (mkdir(M(self, id), 0755) && errno != EEXIST))
 		return -errno;
-	if (ref && sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref))
+	if (ref && scratch_sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref))
 		return -EIO;
 	ret = arm(self, id, self->active);
 	if (ret)
@@ -151,12 +133,7 @@ FIXTURE_SETUP(take)
 {
 	int ret;
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/take-%s",
-		 variant->fs.name);
-	ret = snap_scratch(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "take");
 
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, "store");
@@ -211,7 +188,7 @@ TEST_F(take, takeover)
 	/* snapshot 1's overlay stays mounted: it must stop preserving */
 	ASSERT_EQ(0, take_keep(self, 2, true, true));
 	join(copy1, self->mnt, "upper1-copy");
-	ASSERT_EQ(0, sh("cp -a %s %s", S(self, 1, "upper"), copy1));
+	ASSERT_EQ(0, scratch_sh("cp -a %s %s", S(self, 1, "upper"), copy1));
 
 	/* the same objects again (done in 1), others for the first time */
 	ASSERT_EQ(0, scratch_write(L(self, "f"), "version 3", O_TRUNC));
@@ -317,7 +294,7 @@ TEST_F(take, errors)
 	EXPECT_STREQ("", snap_diff(self->diff, M(self, 1), self->ref));
 
 	/* a takeover from a snapshot that is no longer active */
-	ASSERT_EQ(0, sh("rm -rf %s/2", self->store));
+	ASSERT_EQ(0, scratch_sh("rm -rf %s/2", self->store));
 	ASSERT_EQ(0, take(self, 2));
 	ASSERT_EQ(0, mkdir(S(self, 3, ""), 0700));
 	ASSERT_EQ(0, mkdir(S(self, 3, "upper"), 0755));
@@ -400,7 +377,7 @@ TEST_F(take, barrier)
 	int copies = 0;
 	long size, bad;
 
-	ASSERT_EQ(0, sh("dd if=/dev/zero of=%s bs=%d count=1 status=none",
+	ASSERT_EQ(0, scratch_sh("dd if=/dev/zero of=%s bs=%d count=1 status=none",
 			L(self, "w"), BARRIER_SIZE));
 
 	for (int i = 0; i < 2; i++) {

@@ -53,15 +53,6 @@ static int run(struct _test_data_tool *self, const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-static const char *L_(const char *dir, const char *name)
-{
-	static char buf[4][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 4;
-	join(buf[i], dir, name);
-	return buf[i];
-}
 
 #define T(fmt, ...) run(self, "%s " fmt, self->tool, ##__VA_ARGS__)
 
@@ -69,7 +60,6 @@ FIXTURE_SETUP(tool)
 {
 	char exe[PATH_MAX];
 	ssize_t n;
-	int ret;
 
 	n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
 	ASSERT_LT(0, n);
@@ -78,21 +68,16 @@ FIXTURE_SETUP(tool)
 	if (access(self->tool, X_OK))
 		SKIP(return, "no %s (build the selftests with make selftests)", self->tool);
 
-	snprintf(self->mnt, sizeof(self->mnt), SCRATCH_BASE "/tool-%s",
-		 variant->fs.name);
-	ret = snap_scratch(&variant->fs, self->mnt);
-	if (ret == -ENODEV)
-		SKIP(return, "no scratch disk with serial '%s'", variant->fs.name);
-	ASSERT_EQ(0, ret) TH_LOG("mount %s: %s", variant->fs.name, strerror(-ret));
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "tool");
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, ".live.snapshots");
 	join(self->ref, self->mnt, "ref");
 	join(self->view, self->mnt, "view");
 	ASSERT_EQ(0, mkdir(self->live, 0755));
 	ASSERT_EQ(0, mkdir(self->view, 0755));
-	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "one", O_EXCL));
-	ASSERT_EQ(0, mkdir(L_(self->live, "d"), 0755));
-	ASSERT_EQ(0, scratch_write(L_(self->live, "d/g"), "nested", O_EXCL));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "one", O_EXCL));
+	ASSERT_EQ(0, mkdir(snap_path(self->live, "d"), 0755));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "d/g"), "nested", O_EXCL));
 }
 
 FIXTURE_TEARDOWN(tool)
@@ -127,14 +112,14 @@ TEST_F(tool, lifecycle)
 	EXPECT_NE(NULL, strstr(self->out, "armed: yes")) TH_LOG("%s", self->out);
 
 	/* changes after 1, then snapshot 2 with a reference of its moment */
-	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "two", O_TRUNC));
-	ASSERT_EQ(0, scratch_write(L_(self->live, "new"), "new", O_EXCL));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "two", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "new"), "new", O_EXCL));
 	ASSERT_EQ(0, run(self, "cp -a %s %s", self->live, self->ref));
 	ASSERT_EQ(0, T("take %s nightly", self->live));
 	EXPECT_STREQ("2\n", self->out);
-	ASSERT_EQ(0, scratch_write(L_(self->live, "f"), "three", O_TRUNC));
-	ASSERT_EQ(0, rename(L_(self->live, "d"), L_(self->live, "d2")));
-	ASSERT_EQ(0, unlink(L_(self->live, "new")));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "three", O_TRUNC));
+	ASSERT_EQ(0, rename(snap_path(self->live, "d"), snap_path(self->live, "d2")));
+	ASSERT_EQ(0, unlink(snap_path(self->live, "new")));
 
 	EXPECT_EQ(0, T("list %s", self->live));
 	EXPECT_NE(NULL, strstr(self->out, "nightly")) TH_LOG("%s", self->out);
@@ -145,7 +130,7 @@ TEST_F(tool, lifecycle)
 	/* the active snapshot, mounted read-only, is its moment */
 	ASSERT_EQ(0, T("mount %s 2 %s", self->live, self->view));
 	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref));
-	EXPECT_NE(0, scratch_write(L_(self->view, "x"), "x", O_EXCL));
+	EXPECT_NE(0, scratch_write(snap_path(self->view, "x"), "x", O_EXCL));
 	ASSERT_EQ(0, T("umount %s", self->view));
 	/* older ones: not yet, and said so */
 	EXPECT_EQ(1, T("mount %s 1 %s 2>/dev/null", self->live, self->view));
@@ -176,7 +161,7 @@ TEST_F(tool, store_inside_live)
 	EXPECT_EQ(1, T("--store %s/d/store init %s 2>/dev/null", self->live,
 		       self->live));
 	EXPECT_EQ(1, T("status %s 2>/dev/null", self->live));
-	EXPECT_NE(0, access(L_(self->live, "d/store"), F_OK))
+	EXPECT_NE(0, access(snap_path(self->live, "d/store"), F_OK))
 		TH_LOG("the refused init wrote into the live tree");
 }
 

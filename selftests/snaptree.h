@@ -16,6 +16,20 @@ static inline void join(char *buf, const char *dir, const char *name)
 	snprintf(buf, PATH_MAX, "%s/%s", dir, name);
 }
 
+/*
+ * DIR/NAME in one of four rotating static buffers, so that a few can be
+ * passed to one call.  Not reentrant; tests are single-threaded here.
+ */
+static inline const char *snap_path(const char *dir, const char *name)
+{
+	static char buf[4][PATH_MAX];
+	static int i;
+
+	i = (i + 1) % 4;
+	join(buf[i], dir, name);
+	return buf[i];
+}
+
 static inline int cmp_names(const void *a, const void *b)
 {
 	return strcmp(*(char * const *)a, *(char * const *)b);
