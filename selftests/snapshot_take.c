@@ -45,23 +45,13 @@ SCRATCH_FS_VARIANTS(take);
 /* STORE/id/part */
 static const char *S(struct _test_data_take *self, int id, const char *part)
 {
-	static char buf[4][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 4;
-	snprintf(buf[i], PATH_MAX, "%s/%d/%s", self->store, id, part);
-	return buf[i];
+	return snap_pathf("%s/%d/%s", self->store, id, part);
 }
 
 /* The mount point of snapshot @id's overlay */
 static const char *M(struct _test_data_take *self, int id)
 {
-	static char buf[2][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 2;
-	snprintf(buf[i], PATH_MAX, "%s%d", self->snap, id);
-	return buf[i];
+	return snap_pathf("%s%d", self->snap, id);
 }
 
 static int opts(struct _test_data_take *self, char *buf, size_t len, int id,
@@ -315,7 +305,7 @@ TEST_F(take, errors)
 #define BARRIER_TAKES	24
 
 struct writer {
-	const char *path;
+	char path[PATH_MAX];
 	int seed;
 	volatile int *stop;
 	int err;
@@ -381,8 +371,8 @@ TEST_F(take, barrier)
 			L(self, "w"), BARRIER_SIZE));
 
 	for (int i = 0; i < 2; i++) {
-		w[i] = (struct writer){ .path = L(self, "w"), .seed = i + 1,
-					.stop = &stop };
+		w[i] = (struct writer){ .seed = i + 1, .stop = &stop };
+		join(w[i].path, self->live, "w");
 		ASSERT_EQ(0, pthread_create(&th[i], NULL, writer_fn, &w[i]));
 	}
 	/* as fast as they come: no reference, which would copy the file */

@@ -53,7 +53,6 @@ static int run(struct _test_data_tool *self, const char *fmt, ...)
 	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
 }
 
-
 #define T(fmt, ...) run(self, "%s " fmt, self->tool, ##__VA_ARGS__)
 
 FIXTURE_SETUP(tool)

@@ -17,17 +17,29 @@ static inline void join(char *buf, const char *dir, const char *name)
 }
 
 /*
- * DIR/NAME in one of four rotating static buffers, so that a few can be
- * passed to one call.  Not reentrant; tests are single-threaded here.
+ * A printf-formatted path in one of eight rotating static buffers, so that
+ * a few can be passed to one call.  Not thread-safe: a path handed to a
+ * thread must be copied.
  */
+static inline const char *snap_pathf(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
+static inline const char *snap_pathf(const char *fmt, ...)
+{
+	static char buf[8][PATH_MAX];
+	static int i;
+	va_list ap;
+
+	i = (i + 1) % 8;
+	va_start(ap, fmt);
+	vsnprintf(buf[i], PATH_MAX, fmt, ap);
+	va_end(ap);
+	return buf[i];
+}
+
+/* DIR/NAME, as snap_pathf() */
 static inline const char *snap_path(const char *dir, const char *name)
 {
-	static char buf[4][PATH_MAX];
-	static int i;
-
-	i = (i + 1) % 4;
-	join(buf[i], dir, name);
-	return buf[i];
+	return snap_pathf("%s/%s", dir, name);
 }
 
 static inline int cmp_names(const void *a, const void *b)
