@@ -82,7 +82,18 @@ if [ -x $tool ]; then
 	echo "snapshot 2 (after-v2), read-only at $m/view: VERSION=$(cat $m/view/VERSION), $(ls $m/view | tr '\n' ' ')"
 	echo "  html/index.html: $(cat $m/view/html/index.html)   log: $(cat $m/view/log)"
 	$tool umount $m/view
-	$tool mount $t 1 $m/view 2>&1 | sed 's/^/  /' || true
+	echo "v4" >$t/VERSION
+	echo "<h1>v4</h1>" >$t/public/index.html
+	echo "take: snapshot $($tool take $t after-v3) (VERSION=$(cat $t/VERSION))"
+	echo "v5" >$t/VERSION
+	rm -rf $t/public $t/log
+	echo "live now: VERSION=$(cat $t/VERSION), $(ls $t | tr '\n' ' ')"
+	for id in 1 2 3; do
+		$tool mount $t $id $m/view
+		echo "snapshot $id, read-only at $m/view: VERSION=$(cat $m/view/VERSION), $(ls $m/view | tr '\n' ' ')"
+		echo "  $(cd $m/view && for f in html/index.html public/index.html log; do [ -e $f ] && printf '%s: %s   ' $f "$(cat $f | tr '\n' ' ')"; done)"
+		$tool umount $m/view
+	done
 	$tool status $t | sed 's/^/  /'
 	$tool delete $t 1 && echo "deleted snapshot 1 (the oldest): its space is free"
 	$tool list $t | sed 's/^/  /'

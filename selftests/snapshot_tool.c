@@ -20,6 +20,7 @@ FIXTURE(tool) {
 	char live[PATH_MAX];
 	char store[PATH_MAX];
 	char ref[PATH_MAX];
+	char ref1[PATH_MAX];
 	char view[PATH_MAX];
 	char tool[PATH_MAX];
 	char out[4096];
@@ -71,6 +72,7 @@ FIXTURE_SETUP(tool)
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, ".live.snapshots");
 	join(self->ref, self->mnt, "ref");
+	join(self->ref1, self->mnt, "ref1");
 	join(self->view, self->mnt, "view");
 	ASSERT_EQ(0, mkdir(self->live, 0755));
 	ASSERT_EQ(0, mkdir(self->view, 0755));
@@ -104,6 +106,7 @@ TEST_F(tool, lifecycle)
 	/* not initialised yet */
 	EXPECT_EQ(1, T("status %s 2>/dev/null", self->live));
 
+	ASSERT_EQ(0, run(self, "cp -a %s %s", self->live, self->ref1));
 	ASSERT_EQ(0, T("init %s", self->live));
 	EXPECT_STREQ("1\n", self->out);
 	EXPECT_EQ(1, T("init %s 2>/dev/null", self->live)) TH_LOG("init twice");
@@ -131,8 +134,14 @@ TEST_F(tool, lifecycle)
 	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref));
 	EXPECT_NE(0, scratch_write(snap_path(self->view, "x"), "x", O_EXCL));
 	ASSERT_EQ(0, T("umount %s", self->view));
-	/* older ones: not yet, and said so */
-	EXPECT_EQ(1, T("mount %s 1 %s 2>/dev/null", self->live, self->view));
+	/* an older one, read through the newer one: its own moment */
+	ASSERT_EQ(0, T("mount %s 1 %s", self->live, self->view));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref1));
+	EXPECT_STRNE("", snap_diff(self->diff, self->view, self->ref));
+	EXPECT_NE(0, scratch_write(snap_path(self->view, "x"), "x", O_EXCL));
+	ASSERT_EQ(0, T("umount %s", self->view));
+	EXPECT_EQ(1, T("mount %s 3 %s 2>/dev/null", self->live, self->view))
+		TH_LOG("no snapshot 3");
 
 	/* deleting: not the active one; the oldest goes with its space */
 	EXPECT_EQ(1, T("delete %s 2 2>/dev/null", self->live));

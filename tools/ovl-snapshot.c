@@ -62,7 +62,8 @@ static const char help[] =
 "                     one stops preserving at the same moment\n"
 "    list LIVE        one line per snapshot: ID NAME TIME USED STATE\n"
 "    mount LIVE ID DIR\n"
-"                     mount snapshot ID read-only on DIR\n"
+"                     mount snapshot ID read-only on DIR; an older one is\n"
+"                     read through every newer snapshot and LIVE\n"
 "    umount DIR       unmount a snapshot mounted with mount\n"
 "    delete LIVE ID   delete snapshot ID and free its space\n"
 "    arm LIVE         mount the active snapshot's overlay again (at boot,\n"
@@ -83,10 +84,13 @@ static const char help[] =
 "    3  status: the active snapshot is not armed\n"
 "\n"
 "LIMITS\n"
-"    Reading a snapshot older than the active one, and deleting a snapshot\n"
-"    that is neither the oldest nor the active one, are not implemented\n"
-"    yet (exit 1, EOPNOTSUPP).  Changes made to LIVE while the active\n"
-"    snapshot is not armed are not preserved.\n";
+"    A mounted older snapshot is exact when read with cold caches (right\n"
+"    after mount, or after drop_caches): its cached entries are not yet\n"
+"    revalidated when LIVE changes.  At most 499 snapshots back from the\n"
+"    active one can be mounted (overlayfs's 500 layers).  Deleting a\n"
+"    snapshot that is neither the oldest nor the active one is not\n"
+"    implemented yet (exit 1, EOPNOTSUPP).  Changes made to LIVE while the\n"
+"    active snapshot is not armed are not preserved.\n";
 
 static void usage(void)
 {
@@ -357,6 +361,60 @@ fail:
 	return -1;
 }
 
+/*
+ * Mount the read-only view of the older snapshot @id on @dir: its upper,
+ * the upper of every newer snapshot up to the active one @hi, then LIVE.
+ */
+static int mount_view(struct ctx *c, long id, long hi, const char *dir)
+{
+	char upper[PATH_MAX];
+	int fsfd, mfd, err;
+	long i;
+
+	fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
+	if (fsfd < 0) {
+		fprintf(stderr, "%s: %s: fsopen overlay: %s (errno %d)\n",
+			prog, cmd, strerror(errno), errno);
+		return -1;
+	}
+	for (i = id; i <= hi; i++) {
+		if (!exists(c, i)) {
+			close(fsfd);
+			errno = ENOENT;
+			fprintf(stderr, "%s: %s: snapshot %ld, newer than %ld, is missing from %s\n",
+				prog, cmd, i, id, c->store);
+			return -1;
+		}
+		snap_path(upper, c->store, i, "upper");
+		if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", upper, 0))
+			goto fail;
+	}
+	if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", c->live, 0) ||
+	    fsconfig(fsfd, FSCONFIG_SET_FLAG, "snapshot", NULL, 0) ||
+	    fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		goto fail;
+	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY);
+	if (mfd < 0)
+		goto fail;
+	if (move_mount(mfd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH)) {
+		err = errno;
+		close(mfd);
+		errno = err;
+		goto fail;
+	}
+	close(mfd);
+	close(fsfd);
+	return 0;
+fail:
+	err = errno;
+	fprintf(stderr, "%s: %s: mounting the view of snapshot %ld on %s: %s (errno %d)\n",
+		prog, cmd, id, dir, strerror(err), err);
+	fs_messages(fsfd);
+	close(fsfd);
+	errno = err;
+	return -1;
+}
+
 static int rm_one(const char *path, const struct stat *st, int type,
 		  struct FTW *ftw)
 {
@@ -568,14 +626,11 @@ static int cmd_mount(struct ctx *c, long id, const char *dir)
 	ids(c, &lo, &hi);
 	if (!exists(c, id))
 		die("no snapshot %ld in %s", id, c->store);
-	if (id != hi) {
-		errno = EOPNOTSUPP;
-		die_errno("snapshot %ld is older than the active one (%ld): reading older snapshots is not implemented yet",
-			  id, hi);
-	}
-	if (!armed(c, id))
-		die("snapshot %ld is not armed: run '%s arm %s'", id, prog,
+	if (!armed(c, hi))
+		die("snapshot %ld is not armed: run '%s arm %s'", hi, prog,
 		    c->live);
+	if (id != hi)
+		return mount_view(c, id, hi, dir) ? EXIT_FAIL : 0;
 	snap_path(p, c->store, id, "root");
 	if (mount(p, dir, NULL, MS_BIND, NULL))
 		die_errno("bind %s on %s", p, dir);

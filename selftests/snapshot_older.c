@@ -1,0 +1,276 @@
+// SPDX-License-Identifier: GPL-2.0
+/*
+ * Overlayfs snapshots older than the active one: a read-only overlay with
+ * "snapshot" and no upperdir, lowerdir=STORE/k/upper:...:STORE/A/upper:LIVE,
+ * shows snapshot k's moment although the objects it shows are spread over
+ * its own upper, every newer upper (copied up after k's moment but before
+ * their first change since) and the live tree.  Directories renamed after
+ * k's moment are followed through the newer snapshots' indexes.
+ *
+ * References are "cp -a" of the live tree taken right before each take.
+ * The checks read every view with cold caches: right after its mount, after
+ * drop_caches, and mounted again.  Warm caches across live changes are not
+ * revalidated yet (Documentation/filesystems/overlayfs-snapshots.rst).
+ */
+#define _GNU_SOURCE
+#include <stdio.h>
+#include <sys/stat.h>
+#include <linux/fs.h>
+
+#include "scratch.h"
+#include "snaptree.h"
+#include "kselftest_harness.h"
+
+#define MAX_SNAP 8
+
+FIXTURE(older) {
+	char mnt[PATH_MAX];
+	char live[PATH_MAX];
+	char store[PATH_MAX];
+	char ref[PATH_MAX];
+	char snap[PATH_MAX];
+	char view[PATH_MAX];
+	char diff[DIFF_LEN];
+	int active;		/* id of the active snapshot, 0 for none */
+};
+
+FIXTURE_VARIANT(older) {
+	struct scratch_fs fs;
+};
+
+SCRATCH_FS_VARIANTS(older);
+
+/* A path under the live tree */
+#define L(self, name) snap_path((self)->live, name)
+
+/* STORE/id/part */
+static const char *S(struct _test_data_older *self, int id, const char *part)
+{
+	return snap_pathf("%s/%d/%s", self->store, id, part);
+}
+
+/* The mount point of snapshot @id's overlay, and its reference */
+static const char *M(struct _test_data_older *self, int id)
+{
+	return snap_pathf("%s%d", self->snap, id);
+}
+
+static const char *R(struct _test_data_older *self, int id)
+{
+	return snap_pathf("%s%d", self->ref, id);
+}
+
+/*
+ * Take the next snapshot as ovl-snapshot take does: its store directory,
+ * the reference of this moment, the takeover, the old overlay unmounted.
+ */
+static int take(struct _test_data_older *self)
+{
+	int id = self->active + 1;
+	char o[4 * PATH_MAX];
+	int ret;
+
+	if (id > MAX_SNAP)
+		return -E2BIG;
+	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
+	    mkdir(S(self, id, "work"), 0755) || mkdir(M(self, id), 0755))
+		return -errno;
+	if (scratch_sh("cp -a %s %s", self->live, R(self, id)))
+		return -EIO;
+	snprintf(o, sizeof(o), "lowerdir=%s,upperdir=%s,workdir=%s,snapshot",
+		 self->live, S(self, id, "upper"), S(self, id, "work"));
+	if (self->active)
+		snprintf(o + strlen(o), sizeof(o) - strlen(o),
+			 ",snapshot_prev=%s", S(self, self->active, "upper"));
+	ret = snap_mount(o, M(self, id));
+	if (ret)
+		return ret;
+	if (self->active && umount2(M(self, self->active), 0))
+		return -errno;
+	self->active = id;
+	return 0;
+}
+
+/* The view of snapshot @id, from its upper to the active one's, on @dir */
+static int view(struct _test_data_older *self, int id, const char *dir)
+{
+	char o[MAX_SNAP * PATH_MAX + 64];
+	int i;
+
+	snprintf(o, sizeof(o), "snapshot,lowerdir=");
+	for (i = id; i <= self->active; i++)
+		snprintf(o + strlen(o), sizeof(o) - strlen(o), "%s:",
+			 S(self, i, "upper"));
+	snprintf(o + strlen(o), sizeof(o) - strlen(o), "%s", self->live);
+	if (mount("overlay", dir, "overlay", MS_RDONLY, o))
+		return -errno;
+	return 0;
+}
+
+/*
+ * Every snapshot equals its reference: older ones through their view,
+ * cold, after drop_caches and mounted again; the active one through its
+ * overlay.  And the live tree differs from each (the test can fail).
+ */
+#define CHECK_ALL()							\
+	do {								\
+		for (int k = 1; k < self->active; k++) {		\
+			EXPECT_STRNE("", snap_diff(self->diff, self->live, R(self, k))) \
+				TH_LOG("snapshot %d: the live tree did not change", k); \
+			ASSERT_EQ(0, view(self, k, self->view));	\
+			EXPECT_STREQ("", snap_diff(self->diff, self->view, R(self, k))) \
+				TH_LOG("snapshot %d, cold", k);		\
+			ASSERT_EQ(0, drop_caches());			\
+			EXPECT_STREQ("", snap_diff(self->diff, self->view, R(self, k))) \
+				TH_LOG("snapshot %d, after drop_caches", k); \
+			ASSERT_EQ(0, umount2(self->view, 0));		\
+			ASSERT_EQ(0, view(self, k, self->view));	\
+			EXPECT_STREQ("", snap_diff(self->diff, self->view, R(self, k))) \
+				TH_LOG("snapshot %d, mounted again", k); \
+			ASSERT_EQ(0, umount2(self->view, 0));		\
+		}							\
+		EXPECT_STREQ("", snap_diff(self->diff, M(self, self->active), \
+					   R(self, self->active)))	\
+			TH_LOG("the active snapshot %d", self->active);	\
+	} while (0)
+
+/* Run a shell command in the live tree */
+#define SH(fmt, ...) ASSERT_EQ(0, scratch_sh("cd %s && " fmt, self->live, ##__VA_ARGS__))
+
+FIXTURE_SETUP(older)
+{
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "older");
+
+	join(self->live, self->mnt, "live");
+	join(self->store, self->mnt, "store");
+	join(self->ref, self->mnt, "ref");
+	join(self->snap, self->mnt, "snap");
+	join(self->view, self->mnt, "view");
+	ASSERT_EQ(0, mkdir(self->live, 0755));
+	ASSERT_EQ(0, mkdir(self->store, 0700));
+	ASSERT_EQ(0, mkdir(self->view, 0755));
+
+	SH("echo 'version 1' >f && echo 'untouched until 4' >g && "
+	   "mkdir -m 0750 d && echo 'nested 1' >d/h && mkdir d/e && "
+	   "echo 'deep 1' >d/e/deep && echo 'deep2 1' >d/e/deep2 && "
+	   "echo xattr >x && setfattr -n user.k -v 1 x && ln -s f l && "
+	   "echo 'hard 1' >hl1 && ln hl1 d/hl2 && "
+	   "truncate -s 8M s && printf mid | dd of=s bs=1 seek=4M conv=notrunc 2>/dev/null && "
+	   "mkdir -p t/a/b/c && touch t/a/b/c/1 t/a/b/c/2 t/a/b/3 && "
+	   "echo p >p && echo q >q");
+}
+
+FIXTURE_TEARDOWN(older)
+{
+	umount2(self->view, 0);
+	for (int id = 1; id <= MAX_SNAP; id++)
+		umount2(M(self, id), 0);
+	if (umount2(self->mnt, 0))
+		umount2(self->mnt, MNT_DETACH);
+}
+
+/*
+ * Five snapshots; between them data, attributes, xattrs, renames of
+ * non-empty directories (and back to the old name), a directory moved up,
+ * RENAME_EXCHANGE, rename over an existing file, hard links, a symlink
+ * replaced, a sparse file grown, rm -rf.  Some objects change first long
+ * after the oldest snapshot, so its view finds them in newer uppers.
+ */
+TEST_F(older, chain)
+{
+	ASSERT_EQ(0, take(self));
+
+	SH("echo 'version 2' >f && echo 'nested 2' >d/h && chmod 0600 x && "
+	   "setfattr -n user.k -v 2 x && mkdir n1 && echo n1 >n1/file && "
+	   "mv d/e/deep2 d/deep2moved && ln hl1 hl3");
+	ASSERT_EQ(0, take(self));
+
+	SH("mv d d2 && echo 'version 3' >f && rm -rf t && echo 'hard 2' >>hl1");
+	ASSERT_EQ(0, renameat2(AT_FDCWD, L(self, "p"), AT_FDCWD, L(self, "q"),
+			       RENAME_EXCHANGE));
+	ASSERT_EQ(0, take(self));
+
+	SH("echo 'deep 3' >d2/e/deep && echo new >d2/new && mv n1 d2/n1moved && "
+	   "truncate -s 16M s && printf end | dd of=s bs=1 seek=12M conv=notrunc 2>/dev/null");
+	ASSERT_EQ(0, take(self));
+
+	SH("mv d2/e e2 && echo 'deep 4' >e2/deep && echo 'g 4' >g && "
+	   "mv d2 d && mv x f && rm l && ln -s g l && touch -d @1000000000 d/h");
+	ASSERT_EQ(0, take(self));
+
+	SH("rm -rf d e2 && echo 'version 6' >f && chmod 0700 g && rm hl1 hl3");
+	CHECK_ALL();
+}
+
+/*
+ * A live directory renamed in every epoch, each time deeper into a chain
+ * of new directories, and written under each name: each snapshot's view
+ * of it merges copies found under a different name in every newer upper.
+ */
+TEST_F(older, renamed_every_time)
+{
+	char from[64], to[64];
+
+	SH("mkdir -p w && echo 0 >w/gen && echo base >w/base");
+	ASSERT_EQ(0, take(self));
+	snprintf(from, sizeof(from), "w");
+	for (int i = 1; i <= 4; i++) {
+		snprintf(to, sizeof(to), "n%d", i);
+		SH("mkdir %s && mv %s %s/w && echo %d >%s/w/gen && echo %d >%s/w/new%d",
+		   to, from, to, i, to, i, to, i);
+		snprintf(from, sizeof(from), "%s/w", to);
+		ASSERT_EQ(0, take(self));
+	}
+	SH("echo last >%s/base && rm %s/gen", from, from);
+	CHECK_ALL();
+}
+
+/* Bad views fail with EINVAL and a message; a view is read-only */
+TEST_F(older, errors)
+{
+	char o[4 * PATH_MAX];
+
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 2' >f");
+	ASSERT_EQ(0, take(self));
+
+	/* only the live tree */
+	snprintf(o, sizeof(o), "snapshot,lowerdir=%s", self->live);
+	EXPECT_EQ(-1, mount("overlay", self->view, "overlay", MS_RDONLY, o));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* a layer that is not a snapshot's upper */
+	ASSERT_EQ(0, mkdir(snap_path(self->mnt, "plain"), 0755));
+	snprintf(o, sizeof(o), "snapshot,lowerdir=%s:%s",
+		 snap_path(self->mnt, "plain"), self->live);
+	EXPECT_EQ(-1, mount("overlay", self->view, "overlay", MS_RDONLY, o));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* an index that belongs to another upper: the upper was replaced */
+	ASSERT_EQ(0, rename(S(self, 1, "upper"), S(self, 1, "upper.old")));
+	ASSERT_EQ(0, mkdir(S(self, 1, "upper"), 0755));
+	snprintf(o, sizeof(o), "snapshot,lowerdir=%s:%s:%s",
+		 S(self, 1, "upper"), S(self, 2, "upper"), self->live);
+	EXPECT_EQ(-1, mount("overlay", self->view, "overlay", MS_RDONLY, o));
+	EXPECT_EQ(EINVAL, errno);
+	ASSERT_EQ(0, rmdir(S(self, 1, "upper")));
+	ASSERT_EQ(0, rename(S(self, 1, "upper.old"), S(self, 1, "upper")));
+
+	/* snapshot_prev needs upperdir */
+	snprintf(o, sizeof(o), "snapshot,snapshot_prev=%s,lowerdir=%s:%s:%s",
+		 S(self, 2, "upper"), S(self, 1, "upper"), S(self, 2, "upper"),
+		 self->live);
+	EXPECT_EQ(-1, mount("overlay", self->view, "overlay", MS_RDONLY, o));
+	EXPECT_EQ(EINVAL, errno);
+
+	/* the good one, read-only, and no consumer: the live tree is free */
+	ASSERT_EQ(0, view(self, 1, self->view));
+	EXPECT_EQ(-EROFS, scratch_write(snap_path(self->view, "new"), "x", O_EXCL));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, R(self, 1)));
+	SH("echo 'version 3' >f");
+	ASSERT_EQ(0, take(self)) TH_LOG("a take with a view mounted");
+	ASSERT_EQ(0, umount2(self->view, 0));
+	CHECK_ALL();
+}
+
+TEST_HARNESS_MAIN
