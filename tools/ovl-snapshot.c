@@ -304,62 +304,78 @@ static void fs_messages(int fsfd)
 	}
 }
 
+static int overlay_open(void)
+{
+	int fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
+
+	if (fsfd < 0)
+		fprintf(stderr, "%s: %s: fsopen overlay: %s (errno %d)\n",
+			prog, cmd, strerror(errno), errno);
+	return fsfd;
+}
+
+/*
+ * Create the overlay configured in @fsfd (@err: errno of a failed
+ * fsconfig() before, or 0) and mount it read-only for users on @dir; the
+ * superblock stays writable for an active snapshot's copy-ups.  On error,
+ * say what failed (@what) with the kernel's messages.  Closes @fsfd.
+ */
+static int overlay_mount(int fsfd, int err, const char *dir, const char *what)
+{
+	int mfd = -1;
+
+	if (!err && fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
+		err = errno;
+	if (!err) {
+		mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY);
+		if (mfd < 0)
+			err = errno;
+	}
+	if (!err && move_mount(mfd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH))
+		err = errno;
+	if (mfd >= 0)
+		close(mfd);
+	if (err) {
+		fprintf(stderr, "%s: %s: mounting %s: %s (errno %d)\n",
+			prog, cmd, what, strerror(err), err);
+		fs_messages(fsfd);
+		if (err != EINVAL && err != ENOENT)
+			fprintf(stderr, "%s: see the kernel log (dmesg) for details\n",
+				prog);
+	}
+	close(fsfd);
+	errno = err;
+	return err ? -1 : 0;
+}
+
 /*
  * Mount the overlay of snapshot @id on STORE/id/root: lower = LIVE, upper =
- * its upper, "snapshot"; with @prev, taking over from snapshot @prev.  The
- * mount is read-only for users; the superblock stays writable for the
- * copy-ups.
+ * its upper, "snapshot"; with @prev, taking over from snapshot @prev.
  */
 static int mount_engine(struct ctx *c, long id, long prev)
 {
 	char upper[PATH_MAX], work[PATH_MAX], root[PATH_MAX], pup[PATH_MAX];
-	int fsfd, mfd, err = 0;
+	char what[64];
+	int fsfd, err = 0;
 
 	snap_path(upper, c->store, id, "upper");
 	snap_path(work, c->store, id, "work");
 	snap_path(root, c->store, id, "root");
-	fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
-	if (fsfd < 0) {
-		fprintf(stderr, "%s: %s: fsopen overlay: %s (errno %d)\n",
-			prog, cmd, strerror(errno), errno);
+	fsfd = overlay_open();
+	if (fsfd < 0)
 		return -1;
-	}
 	if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", c->live, 0) ||
 	    fsconfig(fsfd, FSCONFIG_SET_STRING, "upperdir", upper, 0) ||
 	    fsconfig(fsfd, FSCONFIG_SET_STRING, "workdir", work, 0) ||
 	    fsconfig(fsfd, FSCONFIG_SET_FLAG, "snapshot", NULL, 0))
-		goto fail;
-	if (prev) {
-		snap_path(pup, c->store, prev, "upper");
-		if (fsconfig(fsfd, FSCONFIG_SET_STRING, "snapshot_prev", pup,
-			     0))
-			goto fail;
-	}
-	if (fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
-		goto fail;
-	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY);
-	if (mfd < 0)
-		goto fail;
-	if (move_mount(mfd, "", AT_FDCWD, root, MOVE_MOUNT_F_EMPTY_PATH)) {
 		err = errno;
-		close(mfd);
-		errno = err;
-		goto fail;
+	if (!err && prev) {
+		snap_path(pup, c->store, prev, "upper");
+		if (fsconfig(fsfd, FSCONFIG_SET_STRING, "snapshot_prev", pup, 0))
+			err = errno;
 	}
-	close(mfd);
-	close(fsfd);
-	return 0;
-fail:
-	err = errno;
-	fprintf(stderr, "%s: %s: mounting snapshot %ld: %s (errno %d)\n",
-		prog, cmd, id, strerror(err), err);
-	fs_messages(fsfd);
-	if (err != EINVAL && err != ENOENT)
-		fprintf(stderr, "%s: see the kernel log (dmesg) for details\n",
-			prog);
-	close(fsfd);
-	errno = err;
-	return -1;
+	snprintf(what, sizeof(what), "snapshot %ld", id);
+	return overlay_mount(fsfd, err, root, what);
 }
 
 /*
@@ -368,52 +384,32 @@ fail:
  */
 static int mount_view(struct ctx *c, long id, long hi, const char *dir)
 {
-	char upper[PATH_MAX];
-	int fsfd, mfd, err;
+	char upper[PATH_MAX], what[PATH_MAX + 64];
+	int fsfd, err = 0;
 	long i;
 
-	fsfd = fsopen("overlay", FSOPEN_CLOEXEC);
-	if (fsfd < 0) {
-		fprintf(stderr, "%s: %s: fsopen overlay: %s (errno %d)\n",
-			prog, cmd, strerror(errno), errno);
-		return -1;
-	}
 	for (i = id; i <= hi; i++) {
 		if (!exists(c, i)) {
-			close(fsfd);
-			errno = ENOENT;
 			fprintf(stderr, "%s: %s: snapshot %ld, newer than %ld, is missing from %s\n",
 				prog, cmd, i, id, c->store);
+			errno = ENOENT;
 			return -1;
 		}
+	}
+	fsfd = overlay_open();
+	if (fsfd < 0)
+		return -1;
+	for (i = id; !err && i <= hi; i++) {
 		snap_path(upper, c->store, i, "upper");
 		if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", upper, 0))
-			goto fail;
+			err = errno;
 	}
-	if (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", c->live, 0) ||
-	    fsconfig(fsfd, FSCONFIG_SET_FLAG, "snapshot", NULL, 0) ||
-	    fsconfig(fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0))
-		goto fail;
-	mfd = fsmount(fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_RDONLY);
-	if (mfd < 0)
-		goto fail;
-	if (move_mount(mfd, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH)) {
+	if (!err &&
+	    (fsconfig(fsfd, FSCONFIG_SET_STRING, "lowerdir+", c->live, 0) ||
+	     fsconfig(fsfd, FSCONFIG_SET_FLAG, "snapshot", NULL, 0)))
 		err = errno;
-		close(mfd);
-		errno = err;
-		goto fail;
-	}
-	close(mfd);
-	close(fsfd);
-	return 0;
-fail:
-	err = errno;
-	fprintf(stderr, "%s: %s: mounting the view of snapshot %ld on %s: %s (errno %d)\n",
-		prog, cmd, id, dir, strerror(err), err);
-	fs_messages(fsfd);
-	close(fsfd);
-	errno = err;
-	return -1;
+	snprintf(what, sizeof(what), "the view of snapshot %ld on %s", id, dir);
+	return overlay_mount(fsfd, err, dir, what);
 }
 
 static int rm_one(const char *path, const struct stat *st, int type,
