@@ -95,8 +95,20 @@ if [ -x $tool ]; then
 		$tool umount $m/view
 	done
 	$tool status $t | sed 's/^/  /'
+	$tool delete $t 2 | sed 's/^/delete 2 (a middle one): /'
+	$tool mount $t 1 $m/view
+	echo "snapshot 1 after the merge: VERSION=$(cat $m/view/VERSION), $(ls $m/view | tr '\n' ' ')"
+	echo "  html/index.html: $(cat $m/view/html/index.html)"
+	$tool umount $m/view
 	$tool delete $t 1 && echo "deleted snapshot 1 (the oldest): its space is free"
 	$tool list $t | sed 's/^/  /'
+	say "a change made while the active snapshot is not armed is reported by arm"
+	umount $m/.www.snapshots/3/root
+	echo "v6, unpreserved" >$t/VERSION
+	rc=0
+	$tool arm $t >$m/arm.out 2>&1 || rc=$?
+	sed 's/^/  /' $m/arm.out
+	echo "  arm exit status: $rc (4: armed, but changes were missed)"
 fi
 
 ctl=/sys/kernel/debug/fs_premod_test

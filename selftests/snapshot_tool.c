@@ -163,6 +163,59 @@ TEST_F(tool, lifecycle)
 	ASSERT_EQ(0, T("umount %s", self->view));
 }
 
+/*
+ * arm finds changes made while the active snapshot was not armed: after
+ * changes of every kind made while armed (all preserved) it reports
+ * nothing; after changes made while not armed it exits 4 and names each.
+ */
+TEST_F(tool, unarmed_changes)
+{
+	char root[PATH_MAX];
+	static const char *const missed[] = {
+		"changed while snapshot 2 was not armed: %s/u1",
+		"changed while snapshot 2 was not armed: %s/u2",
+		"changed while snapshot 2 was not armed: %s/u3",
+		"changed while snapshot 2 was not armed: %s/ud",
+		"made or moved here while snapshot 2 was not armed: %s/d/new",
+		"made or moved here while snapshot 2 was not armed: %s/moved",
+	};
+	char want[2 * PATH_MAX];
+
+	snprintf(root, sizeof(root), "%s/2/root", self->store);
+	ASSERT_EQ(0, run(self, "cd %s && echo a >a && echo b >b && echo c >c && "
+			 "echo u1 >u1 && echo u2 >u2 && echo u3 >u3 && mkdir ud e rd && "
+			 "echo r >r && touch rd/x e/y && ln a alink", self->live));
+	ASSERT_EQ(0, T("init %s", self->live));
+	ASSERT_EQ(0, run(self, "cd %s && echo a1 >>a && mkdir d/n1", self->live));
+	ASSERT_EQ(0, T("take %s", self->live));
+	/* while armed: data, new names, renames, chmod, links, removals */
+	ASSERT_EQ(0, run(self, "cd %s && echo a2 >>alink && echo n >n && "
+			 "echo n >d/n && mkdir nd && echo x >nd/x && mv b d/b2 && "
+			 "mv e d/e2 && chmod 0600 c && ln c d/clink && rm r && "
+			 "rm -rf rd && setfattr -n user.k -v 1 f", self->live));
+	ASSERT_EQ(0, umount2(root, 0));
+	EXPECT_EQ(0, T("arm %s 2>&1", self->live)) TH_LOG("%s", self->out);
+	EXPECT_EQ(NULL, strstr(self->out, "not armed")) TH_LOG("%s", self->out);
+
+	/* while not armed */
+	ASSERT_EQ(0, umount2(root, 0));
+	ASSERT_EQ(0, run(self, "cd %s && echo more >>u1 && chmod 0700 u2 && "
+			 "setfattr -n user.k -v 1 u3 && touch ud/new && "
+			 "echo new >d/new && mv d/e2 moved && rm d/clink", self->live));
+	EXPECT_EQ(4, T("arm %s 2>&1", self->live)) TH_LOG("%s", self->out);
+	for (size_t i = 0; i < sizeof(missed) / sizeof(*missed); i++) {
+		snprintf(want, sizeof(want), missed[i], self->live);
+		EXPECT_NE(NULL, strstr(self->out, want))
+			TH_LOG("no '%s' in: %s", want, self->out);
+	}
+	EXPECT_EQ(0, T("status %s", self->live)) TH_LOG("armed in spite of them");
+	/* found again at the next arm: the snapshot still shows them */
+	ASSERT_EQ(0, umount2(root, 0));
+	EXPECT_EQ(4, T("arm %s 2>/dev/null", self->live));
+	ASSERT_EQ(0, umount2(root, 0));
+	EXPECT_EQ(0, T("arm %s --no-check", self->live));
+}
+
 /* A store inside the live tree is refused before anything is mounted */
 TEST_F(tool, store_inside_live)
 {
