@@ -84,6 +84,7 @@ if [ -x $tool ]; then
 	$tool umount $m/view
 	echo "v4" >$t/VERSION
 	echo "<h1>v4</h1>" >$t/public/index.html
+	echo "read me" >$t/README
 	echo "take: snapshot $($tool take $t after-v3) (VERSION=$(cat $t/VERSION))"
 	echo "v5" >$t/VERSION
 	rm -rf $t/public $t/log
@@ -104,11 +105,13 @@ if [ -x $tool ]; then
 	$tool list $t | sed 's/^/  /'
 	say "a change made while the active snapshot is not armed is reported by arm"
 	umount $m/.www.snapshots/3/root
-	echo "v6, unpreserved" >$t/VERSION
+	echo "changed while not armed" >>$t/README
+	touch $t/NEW
 	rc=0
 	$tool arm $t >$m/arm.out 2>&1 || rc=$?
 	sed 's/^/  /' $m/arm.out
 	echo "  arm exit status: $rc (4: armed, but changes were missed)"
+	umount $m/.www.snapshots/3/root
 fi
 
 ctl=/sys/kernel/debug/fs_premod_test
