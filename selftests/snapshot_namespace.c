@@ -333,6 +333,31 @@ static int change_big(const char *path)
 }
 
 /*
+ * Fill the filesystem of @mnt with fallocated files until less than @leave
+ * bytes are free (to within a block).  Returns 0 or an errno.
+ */
+static int fill_fs(const char *mnt, long long leave)
+{
+	char filler[PATH_MAX];
+	long long len;
+	int fd, i;
+
+	for (i = 0; i < 64 && avail_bytes(mnt) >= leave + 4096; i++) {
+		snprintf(filler, sizeof(filler), "%s/filler%d", mnt, i);
+		fd = open(filler, O_CREAT | O_WRONLY, 0600);
+		if (fd < 0)
+			return errno;
+		len = avail_bytes(mnt) - leave;
+		while (len >= 4096 && fallocate(fd, 0, 0, len))
+			len /= 2;
+		close(fd);
+		if (len < 4096)
+			break;
+	}
+	return 0;
+}
+
+/*
  * ENOSPC during a copy-up fails the live change and leaves the live file
  * and the snapshot as they were.  Filesystems that clone (xfs, btrfs)
  * need no space for the copy and may let the change through.
@@ -342,23 +367,12 @@ TEST_F(ns, enospc)
 	bool clones = !strcmp(variant->fs.name, "xfs") ||
 		      !strcmp(variant->fs.name, "btrfs");
 	char filler[PATH_MAX], ref_big[PATH_MAX];
-	long long len;
-	int fd, i, ret;
+	int fd, ret;
 
 	if (!variant->fs.mkfs)
 		ASSERT_EQ(0, mount(NULL, self->mnt, NULL, MS_REMOUNT, "size=32m"));
 	/* fill up, leaving less than the 512 KiB file needs */
-	for (i = 0; i < 64 && avail_bytes(self->mnt) >= (384 << 10); i++) {
-		snprintf(filler, sizeof(filler), "%s/filler%d", self->mnt, i);
-		fd = open(filler, O_CREAT | O_WRONLY, 0600);
-		ASSERT_LE(0, fd);
-		len = avail_bytes(self->mnt) - (256 << 10);
-		while (len >= 4096 && fallocate(fd, 0, 0, len))
-			len /= 2;
-		close(fd);
-		if (len < 4096)
-			break;
-	}
+	ASSERT_EQ(0, fill_fs(self->mnt, 256 << 10));
 	/* full: 512 KiB more do not fit (ext4 keeps blocks it reports free) */
 	snprintf(filler, sizeof(filler), "%s/fillerprobe", self->mnt);
 	fd = open(filler, O_CREAT | O_WRONLY, 0600);
@@ -393,6 +407,102 @@ TEST_F(ns, enospc)
 	if (!access(L(self, "big"), F_OK)) {
 		EXPECT_EQ(0, change_big(L(self, "big")));
 	}
+	CHECK_SNAPSHOT();
+}
+
+/* One change of each kind of copy-up; 0 or the errno it failed with */
+static int change_kind(struct _test_data_ns *self, int kind)
+{
+	const struct timespec times[2] = {
+		{ .tv_nsec = UTIME_OMIT }, { .tv_sec = 1000000000 },
+	};
+
+	switch (kind) {
+	case 0:	/* data */
+		return -scratch_write(L(self, "f"), " appended", O_APPEND);
+	case 1:
+		return truncate(L(self, "g"), 2) ? errno : 0;
+	case 2:	/* metadata */
+		return chmod(L(self, "f"), 0641) ? errno : 0;
+	case 3:
+		return utimensat(AT_FDCWD, L(self, "d/g"), times, 0) ? errno : 0;
+	case 4:	/* xattrs */
+		return lsetxattr(L(self, "f"), "user.k", "v2", 2, 0) ? errno : 0;
+	case 5:
+		return lremovexattr(L(self, "d/e"), "user.dir") ? errno : 0;
+	case 6:	/* new names: the parent is copied, the name whited out */
+		return -scratch_write(L(self, "d/e/new"), "new", O_EXCL);
+	case 7:
+		return mkdir(L(self, "t/1/2/newdir"), 0755) ? errno : 0;
+	case 8:
+		return symlink("x", L(self, "empty/newlink")) ? errno : 0;
+	case 9:
+		return link(L(self, "h1"), L(self, "d/e/h3")) ? errno : 0;
+	case 10: /* removed names: the object is kept */
+		return unlink(L(self, "d/g")) ? errno : 0;
+	case 11:
+		return rmdir(L(self, "empty")) ? errno : 0;
+	case 12: /* renames: redirects, whiteouts */
+		return rename(L(self, "d"), L(self, "d2")) ? errno : 0;
+	case 13:
+		return rename(L(self, "f"), L(self, "g")) ? errno : 0;
+	case 14:
+		return renameat2(AT_FDCWD, L(self, "link"), AT_FDCWD,
+				 L(self, "t"), RENAME_EXCHANGE) ? errno : 0;
+	}
+	return -1;
+}
+
+#define NR_KINDS 15
+
+/*
+ * Every kind of copy-up on a full filesystem: a change either fails with
+ * ENOSPC and leaves the live tree as it was, or goes through with the
+ * snapshot still showing its moment.  Where nothing clones, the data
+ * copy-up cannot find space and must fail.
+ */
+TEST_F_TIMEOUT(ns, enospc_every_kind, 600)
+{
+	bool clones = !strcmp(variant->fs.name, "xfs") ||
+		      !strcmp(variant->fs.name, "btrfs");
+	int kind, ret, failed = 0;
+
+	if (!variant->fs.mkfs)
+		ASSERT_EQ(0, mount(NULL, self->mnt, NULL, MS_REMOUNT, "size=32m"));
+	for (kind = 0; kind < NR_KINDS; kind++) {
+		ASSERT_EQ(0, scratch_sh("rm -f %s/filler* && sync", self->mnt));
+		ASSERT_EQ(0, resnap(self)) TH_LOG("kind %d", kind);
+		ASSERT_EQ(0, fill_fs(self->mnt, 0));
+
+		ret = change_kind(self, kind);
+		if (ret) {
+			failed++;
+			EXPECT_EQ(ENOSPC, ret)
+				TH_LOG("kind %d: %s", kind, strerror(ret));
+			EXPECT_STREQ("", tree_diff(self, self->live, self->ref))
+				TH_LOG("kind %d failed but changed the live tree",
+				       kind);
+		} else {
+			EXPECT_STRNE("", tree_diff(self, self->live, self->ref))
+				TH_LOG("kind %d went through but changed nothing",
+				       kind);
+		}
+		EXPECT_STREQ("", tree_diff(self, self->snap, self->ref))
+			TH_LOG("kind %d (%s), warm", kind,
+			       ret ? "failed" : "went through");
+		ASSERT_EQ(0, drop_caches());
+		EXPECT_STREQ("", tree_diff(self, self->snap, self->ref))
+			TH_LOG("kind %d, after drop_caches", kind);
+		if (kind == 0 && !clones)
+			EXPECT_EQ(ENOSPC, ret)
+				TH_LOG("the data copy-up found no space but did not fail");
+	}
+	ASSERT_EQ(0, scratch_sh("rm -f %s/filler* && sync", self->mnt));
+	TH_LOG("%s: %d of %d kinds failed with ENOSPC", variant->fs.name,
+	       failed, NR_KINDS);
+	/* with space, the changes left to do go through and are preserved */
+	for (kind = 0; kind < NR_KINDS; kind++)
+		change_kind(self, kind);
 	CHECK_SNAPSHOT();
 }
 
