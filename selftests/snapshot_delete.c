@@ -272,4 +272,66 @@ TEST_F(del, refused)
 	CHECK_ALL("after the refused deletes");
 }
 
+/*
+ * take and delete on a full filesystem: a take that finds no space fails
+ * (exit 1, the errno named) and leaves no trace, the active snapshot stays
+ * armed and keeps preserving; a merge that finds no space is finished by
+ * running delete again.  With space back, both work and every view is
+ * exact.
+ */
+TEST_F_TIMEOUT(del, enospc, 300)
+{
+	int ret, id;
+
+	if (!variant->fs.mkfs)
+		ASSERT_EQ(0, mount(NULL, self->mnt, NULL, MS_REMOUNT, "size=64m"));
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 2' >f && echo 'nested 2' >d/h && mkdir n1 && "
+	   "echo n1 >n1/file && mv d/e/deep2 d/deep2moved");
+	ASSERT_EQ(0, take(self));
+	SH("mv d d2 && echo 'version 3' >f && rm -rf t && echo 'hard 2' >>hl1");
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 4' >f && echo 'deep 4' >d2/e/deep");
+
+	/* the reference of a take that may go through: nothing changes */
+	id = self->active + 1;
+	ASSERT_EQ(0, scratch_sh("cp -a %s %s", self->live, R(self, id)));
+	ASSERT_EQ(0, fill_fs(self->mnt, 0));
+	ret = T("take %s 2>&1", self->live);
+	if (ret) {
+		EXPECT_EQ(1, ret);
+		EXPECT_NE(NULL, strstr(self->out, "No space left on device"))
+			TH_LOG("%s", self->out);
+		EXPECT_NE(0, access(snap_pathf("%s/%d", self->store, id), F_OK))
+			TH_LOG("the failed take left snapshot %d", id);
+		EXPECT_EQ(0, T("status %s", self->live))
+			TH_LOG("snapshot %d is no longer armed", self->active);
+		ASSERT_EQ(0, scratch_sh("rm -rf %s", R(self, id)));
+	} else {
+		TH_LOG("%s: the take found space", variant->fs.name);
+		EXPECT_EQ(id, atoi(self->out));
+		self->active = id;
+		self->alive[id] = 1;
+	}
+	/* what changes on the full fs is still preserved */
+	scratch_sh("cd %s && echo 'full 5' >f", self->live);
+
+	ret = T("delete %s 2 2>&1", self->live);
+	if (ret) {
+		EXPECT_EQ(1, ret);
+		EXPECT_NE(NULL, strstr(self->out, "No space left on device"))
+			TH_LOG("%s", self->out);
+	} else {
+		TH_LOG("%s: the merge found space", variant->fs.name);
+		self->alive[2] = 0;
+	}
+	ASSERT_EQ(0, scratch_sh("rm -f %s/filler* && sync", self->mnt));
+	if (ret)
+		DELETE(2);
+	CHECK_ALL("after take and delete on a full filesystem");
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 6' >f && rm -rf d2");
+	CHECK_ALL("after a take with space");
+}
+
 TEST_HARNESS_MAIN

@@ -6,6 +6,8 @@
 #ifndef OVL_SELFTESTS_SNAPTREE_H
 #define OVL_SELFTESTS_SNAPTREE_H
 
+#include <fcntl.h>
+#include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include "scratch.h"
 
@@ -283,6 +285,45 @@ static inline int snap_layout(const char *mnt, char *live, char *store,
 	join(p, store, "work");
 	if (mkdir(p, 0755))
 		return -errno;
+	return 0;
+}
+
+/* Free bytes of the filesystem of @path, after a sync; -1 on error */
+static inline long long avail_bytes(const char *path)
+{
+	struct statvfs sv;
+
+	sync();
+	if (statvfs(path, &sv))
+		return -1;
+	/* f_bfree: root may use the blocks ext4 reserves */
+	return (long long)sv.f_bfree * sv.f_frsize;
+}
+
+/*
+ * Fill the filesystem of @mnt with fallocated files until less than @leave
+ * bytes are free (to within a block).  Returns 0 or an errno.
+ */
+static inline int fill_fs(const char *mnt, long long leave)
+{
+	char filler[PATH_MAX];
+	long long len;
+	int fd, i;
+
+	for (i = 0; i < 64 && avail_bytes(mnt) >= leave + 4096; i++) {
+		snprintf(filler, sizeof(filler), "%s/filler%d", mnt, i);
+		fd = open(filler, O_CREAT | O_WRONLY, 0600);
+		if (fd < 0 && errno == ENOSPC)
+			break;		/* not even an inode left */
+		if (fd < 0)
+			return errno;
+		len = avail_bytes(mnt) - leave;
+		while (len >= 4096 && fallocate(fd, 0, 0, len))
+			len /= 2;
+		close(fd);
+		if (len < 4096)
+			break;
+	}
 	return 0;
 }
 

@@ -451,35 +451,69 @@ static int rm_tree(const char *path)
 	return nftw(path, rm_one, 32, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 }
 
-static void write_info(struct ctx *c, long id, const char *name, time_t t)
+static int write_info(struct ctx *c, long id, const char *name, time_t t)
 {
 	char p[PATH_MAX];
 	FILE *f;
 
 	snap_path(p, c->store, id, "info");
 	f = fopen(p, "we");
-	if (!f)
-		die_errno("%s", p);
-	fprintf(f, "name=%s\ntime=%lld\n", name ? name : "",
-		(long long)t);
-	if (fclose(f))
-		die_errno("%s", p);
+	if (!f || fprintf(f, "name=%s\ntime=%lld\n", name ? name : "",
+			  (long long)t) < 0 || fflush(f) || fsync(fileno(f))) {
+		fprintf(stderr, "%s: %s: %s: %s\n", prog, cmd, p,
+			strerror(errno));
+		if (f)
+			fclose(f);
+		return -1;
+	}
+	return fclose(f);
 }
 
-/* The moment of snapshot @id, right after its overlay took over */
-static void write_moment(struct ctx *c, long id)
-{
-	struct timespec t;
-	char p[PATH_MAX];
-	FILE *f;
+/*
+ * The moment of snapshot @id, the time its overlay took over.  File times
+ * come from the coarse clock, so a change after the takeover is never
+ * dated before it.  open_moment() writes a time read before the takeover,
+ * so that nothing is left to allocate after it; set_moment() overwrites it
+ * in place with one read right after.  Should that fail, the earlier time
+ * stays: arm may then name a change made just before the takeover, but
+ * never misses one made after it.
+ */
+#define MOMENT_FMT "%020lld.%09ld\n"
 
-	/* file times come from the coarse clock: never later than this */
+static int put_moment(int fd)
+{
+	char buf[64];
+	struct timespec t;
+	int len;
+
 	clock_gettime(CLOCK_REALTIME_COARSE, &t);
+	len = snprintf(buf, sizeof(buf), MOMENT_FMT, (long long)t.tv_sec,
+		       t.tv_nsec);
+	return pwrite(fd, buf, len, 0) == len ? 0 : -1;
+}
+
+static int open_moment(struct ctx *c, long id)
+{
+	char p[PATH_MAX];
+	int fd;
+
 	snap_path(p, c->store, id, "moment");
-	f = fopen(p, "we");
-	if (!f || fprintf(f, "%lld.%09ld\n", (long long)t.tv_sec, t.tv_nsec) < 0 ||
-	    fclose(f))
-		die_errno("%s", p);
+	fd = open(p, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0 || put_moment(fd) || fsync(fd)) {
+		fprintf(stderr, "%s: %s: %s: %s\n", prog, cmd, p,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static void set_moment(struct ctx *c, long id, int fd)
+{
+	if (put_moment(fd) || close(fd))
+		fprintf(stderr, "%s: %s: %s/%ld/moment: %s; it keeps the time from before the takeover\n",
+			prog, cmd, c->store, id, strerror(errno));
 }
 
 static void read_info(struct ctx *c, long id, char *name, size_t len,
@@ -532,6 +566,34 @@ static int valid_name(const char *name)
 	return strlen(name) < 256 && !strpbrk(name, "\n");
 }
 
+/*
+ * Snapshot @id, with the overlay that takes over from @prev (0: none):
+ * everything it needs is written before the takeover, so a failure (no
+ * space, say) leaves nothing of @id and @prev still active.
+ */
+static void new_snapshot(struct ctx *c, long id, const char *name, long prev)
+{
+	char p[PATH_MAX];
+	int fd;
+
+	make_snapshot_dirs(c, id);
+	if (write_info(c, id, name, time(NULL)))
+		goto fail;
+	fd = open_moment(c, id);
+	if (fd < 0)
+		goto fail;
+	if (mount_engine(c, id, prev)) {
+		close(fd);
+		goto fail;
+	}
+	set_moment(c, id, fd);
+	return;
+fail:
+	snap_path(p, c->store, id, NULL);
+	rm_tree(p);
+	exit(EXIT_FAIL);
+}
+
 static int cmd_init(struct ctx *c)
 {
 	char p[PATH_MAX];
@@ -549,18 +611,22 @@ static int cmd_init(struct ctx *c)
 	if (hi)
 		die("%s holds snapshots but no 'live' file", c->store);
 
-	make_snapshot_dirs(c, 1);
-	write_info(c, 1, "", time(NULL));
-	if (mount_engine(c, 1, 0)) {
-		snap_path(p, c->store, 1, NULL);
-		rm_tree(p);
-		exit(EXIT_FAIL);
-	}
-	write_moment(c, 1);
-	path_join(p, c->store, "live");
+	/* "live" last: until it exists, a failed init can be run again */
+	new_snapshot(c, 1, "", 0);
 	f = fopen(p, "we");
-	if (!f || fprintf(f, "%s\n", c->live) < 0 || fclose(f))
+	if (!f || fprintf(f, "%s\n", c->live) < 0 || fflush(f) ||
+	    fsync(fileno(f)) || fclose(f)) {
+		int err = errno;
+		char root[PATH_MAX];
+
+		unlink(p);
+		snap_path(root, c->store, 1, "root");
+		umount2(root, MNT_DETACH);
+		snap_path(root, c->store, 1, NULL);
+		rm_tree(root);
+		errno = err;
 		die_errno("%s", p);
+	}
 	printf("1\n");
 	return 0;
 }
@@ -581,14 +647,7 @@ static int cmd_take(struct ctx *c, const char *name)
 		die("snapshot %ld is not armed: run '%s arm %s' first, changes since it was disarmed are not in it",
 		    hi, prog, c->live);
 
-	make_snapshot_dirs(c, hi + 1);
-	write_info(c, hi + 1, name, time(NULL));
-	if (mount_engine(c, hi + 1, hi)) {
-		snap_path(p, c->store, hi + 1, NULL);
-		rm_tree(p);
-		exit(EXIT_FAIL);
-	}
-	write_moment(c, hi + 1);
+	new_snapshot(c, hi + 1, name, hi);
 	/* Inactive since the takeover: its own view is no longer kept */
 	snap_path(p, c->store, hi, "root");
 	if (umount2(p, MNT_DETACH))
