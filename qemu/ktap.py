@@ -8,7 +8,8 @@ Counts every leaf test result in the kselftest-runner KTAP of OUTPUT_LOG
 (a test binary that died before reporting its subtests counts as one
 failure, and so does every subtest its plan announced but never reported),
 scans CONSOLE_LOG for kernel warnings, and prints one line per test binary
-and a closing 'Totals: N passed, N failed, N skipped'.  Exit status 1 if
+and a closing 'Totals: N passed, N failed, N skipped'.  Each failed
+subtest is listed with the last lines it printed (its TH_LOG diagnostics).  Exit status 1 if
 anything failed, the console is not clean, or (without --allow-skip)
 anything was skipped.
 """
@@ -18,6 +19,11 @@ import sys
 
 RESULT = re.compile(r'^(not ok|ok) (\d+) (.*?)(?: # (SKIP|skip|TODO|exit=\d+)\b ?(.*))?$')
 PLAN = re.compile(r'^1\.\.(\d+)')
+# The harness's own lines around a subtest, not what the subtest said.
+HARNESS_NOISE = re.compile(r'^(# +(RUN|OK|FAIL|SKIP) |TAP version|# Starting )')
+# How many lines of a failed subtest's output the summary repeats, so
+# that the end of a long log says why it failed.
+DIAG_LINES = 8
 # What the kernel prints when something went wrong, whatever the test said.
 CONSOLE_BAD = re.compile(
     r'WARNING:|BUG:|Oops|Kernel panic|general protection fault|Call Trace'
@@ -33,6 +39,8 @@ class Binary:
         self.passed, self.failed, self.skipped = [], [], []
         self.plan = None
         self.top = None  # ('ok'|'not ok', directive)
+        self.pending = []  # what the running subtest printed so far
+        self.diag = {}  # failed subtest -> its last lines of output
 
     def counts(self):
         failed = list(self.failed)
@@ -77,6 +85,10 @@ def parse_output(lines):
                     cur.passed.append(name)
                 else:
                     cur.failed.append(name)
+                    cur.diag[name] = cur.pending[-DIAG_LINES:]
+                cur.pending = []
+            elif not HARNESS_NOISE.match(inner):
+                cur.pending.append(inner)
             continue
         m = RESULT.match(line)
         if m and cur is not None:
@@ -98,6 +110,8 @@ def summarise(output_lines, console_lines, allow_skip=False, out=sys.stdout):
         print('%s: %d passed, %d failed, %d skipped' % (b.name, p, len(f), len(s)), file=out)
         for name in f:
             print('  FAIL %s' % name, file=out)
+            for diag in b.diag.get(name, []):
+                print('    | %s' % diag, file=out)
         for name in s:
             print('  SKIP %s' % name, file=out)
     if not binaries:

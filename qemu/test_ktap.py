@@ -50,6 +50,22 @@ class TestSummary(unittest.TestCase):
         self.assertIn('FAIL ovl.tmpfs.b', text)
         self.assertIn('1 passed, 1 failed', text)
 
+    def test_failed_subtest_diagnostics(self):
+        rc, text = run(PASS.replace('# ok 2 ovl.tmpfs.b',
+                                    '# #  RUN           ovl.tmpfs.b ...\n'
+                                    '# # t.c:12:b:Expected 0 (0) == x (1)\n'
+                                    '# # t.c:12:b:snapshot 1, cold\n'
+                                    '# #          FAIL  ovl.tmpfs.b\n'
+                                    '# not ok 2 ovl.tmpfs.b')
+                       .replace('ok 1 selftests', 'not ok 1 selftests'))
+        self.assertEqual(1, rc)
+        lines = text.splitlines()
+        i = lines.index('  FAIL ovl.tmpfs.b')
+        self.assertEqual(['    | # t.c:12:b:Expected 0 (0) == x (1)',
+                          '    | # t.c:12:b:snapshot 1, cold'], lines[i + 1:i + 3])
+        self.assertNotIn('RUN', text)
+        self.assertNotIn('ovl.ext4.a', text)
+
     def test_missing_subtests(self):
         rc, text = run(PASS.replace('# ok 2 ovl.tmpfs.b\n', ''))
         self.assertEqual(1, rc)

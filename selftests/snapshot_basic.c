@@ -17,6 +17,9 @@
 #include <sys/xattr.h>
 #include <linux/falloc.h>
 
+#include <sched.h>
+#include <sys/wait.h>
+
 #include "scratch.h"
 #include "snaptree.h"
 #include "kselftest_harness.h"
@@ -270,6 +273,73 @@ TEST_F(snap, bad_options)
 		 self->live, p, p);
 	EXPECT_EQ(-1, mount("overlay", self->snap, "overlay", 0, opts));
 	EXPECT_EQ(EBUSY, errno) TH_LOG("overlapping live trees");
+}
+
+static int write_file(const char *path, const char *data)
+{
+	int ret = scratch_write(path, data, 0);
+
+	return ret ? -1 : 0;
+}
+
+/*
+ * A caller without CAP_SYS_ADMIN in the initial user namespace gets EPERM
+ * for snapshot: the hooks act on the host's filesystem.  Root in a new
+ * user namespace may mount overlayfs (the same layers without snapshot,
+ * the control), but not a snapshot.
+ */
+TEST_F(snap, unprivileged)
+{
+	int *res = mmap(NULL, 3 * sizeof(int), PROT_READ | PROT_WRITE,
+			MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	char plain[4 * PATH_MAX], p[PATH_MAX];
+	int status;
+	pid_t pid;
+
+	ASSERT_NE(MAP_FAILED, res);
+	join(p, self->mnt, "s2");
+	ASSERT_EQ(0, scratch_sh("mkdir -p %s/upper %s/work", p, p));
+	snprintf(plain, sizeof(plain),
+		 "lowerdir=%s,upperdir=%s/upper,workdir=%s/work", self->ref,
+		 p, p);
+	res[0] = -1;
+	pid = fork();
+	ASSERT_LE(0, pid);
+	if (!pid) {
+		char opts[4 * PATH_MAX + 16];
+
+		if (unshare(CLONE_NEWUSER) ||
+		    write_file("/proc/self/uid_map", "0 0 1") ||
+		    write_file("/proc/self/setgroups", "deny") ||
+		    write_file("/proc/self/gid_map", "0 0 1") ||
+		    unshare(CLONE_NEWNS) ||
+		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
+			res[0] = errno;
+			_exit(0);
+		}
+		res[0] = 0;
+		res[1] = mount("overlay", self->snap, "overlay", 0, plain) ?
+			 errno : 0;
+		if (!res[1])
+			umount2(self->snap, 0);
+		snprintf(opts, sizeof(opts), "%s,snapshot", plain);
+		res[2] = mount("overlay", self->snap, "overlay", 0, opts) ?
+			 errno : 0;
+		if (!res[2])
+			umount2(self->snap, 0);
+		_exit(0);
+	}
+	ASSERT_EQ(pid, waitpid(pid, &status, 0));
+	ASSERT_TRUE(WIFEXITED(status));
+	if (res[0])
+		SKIP(return, "no user namespace: %s", strerror(res[0]));
+	if (res[1])
+		SKIP(return, "overlayfs refuses the control mount in a user namespace: %s",
+		     strerror(res[1]));
+	EXPECT_EQ(EPERM, res[2]) TH_LOG("snapshot in a user namespace: %s",
+					strerror(res[2]));
+	/* the live tree is still preserved by the real snapshot */
+	EXPECT_STREQ("", tree_diff(self, self->snap, self->ref));
 }
 
 TEST_HARNESS_MAIN

@@ -14,7 +14,9 @@
  */
 #define _GNU_SOURCE
 #include <stdio.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 #include <linux/fs.h>
 
 #include "scratch.h"
@@ -264,6 +266,83 @@ TEST_F(older, warm)
 	ASSERT_EQ(18, read_all(snap_path(self->view, "g"), &data));
 	EXPECT_EQ(0, memcmp(data, "untouched until 4\n", 18));
 	free(data);
+	ASSERT_EQ(0, umount2(self->view, 0));
+	CHECK_ALL();
+}
+
+/*
+ * Files opened in a view before the live tree changes them: the view had
+ * resolved them to the live tree, the active snapshot copies them up
+ * before the change.  Reads, a seek to the end, fstat, xattrs and a
+ * mapping made after the change, all through the fds opened before it,
+ * must show the reference of the view's moment.
+ */
+TEST_F(older, open_across)
+{
+	char ref_g[64], ref_k[16], ref_s[3], val[16], *map;
+	int fd_g, fd_x, fd_s, ref_fd;
+	struct stat st, ref_st;
+	ssize_t n;
+	char buf[64];
+
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 2' >f");
+	ASSERT_EQ(0, take(self));
+	ASSERT_EQ(0, view(self, 1, self->view));
+
+	/* g, x and s are read from the live tree: no snapshot copied them */
+	fd_g = open(snap_path(self->view, "g"), O_RDONLY);
+	fd_x = open(snap_path(self->view, "x"), O_RDONLY);
+	fd_s = open(snap_path(self->view, "s"), O_RDONLY);
+	ASSERT_LE(0, fd_g);
+	ASSERT_LE(0, fd_x);
+	ASSERT_LE(0, fd_s);
+	ASSERT_EQ(4, read(fd_g, buf, 4));
+
+	SH("echo 'g changed after the view was opened' >g && chmod 0600 g && "
+	   "setfattr -n user.k -v 2 x && "
+	   "printf NEW | dd of=s bs=1 seek=4M conv=notrunc 2>/dev/null");
+
+	/* the reference of snapshot 1 */
+	ref_fd = open(snap_path(R(self, 1), "g"), O_RDONLY);
+	ASSERT_LE(0, ref_fd);
+	n = read(ref_fd, ref_g, sizeof(ref_g));
+	ASSERT_LT(0, n);
+	ASSERT_EQ(0, fstat(ref_fd, &ref_st));
+	close(ref_fd);
+	ASSERT_LT(0, lgetxattr(snap_path(R(self, 1), "x"), "user.k", ref_k,
+			       sizeof(ref_k)));
+	ref_fd = open(snap_path(R(self, 1), "s"), O_RDONLY);
+	ASSERT_LE(0, ref_fd);
+	ASSERT_EQ(3, pread(ref_fd, ref_s, 3, 4 << 20));
+	close(ref_fd);
+
+	/* read on from the same fd, then from the start */
+	EXPECT_EQ(n - 4, read(fd_g, buf, sizeof(buf)));
+	EXPECT_EQ(0, memcmp(buf, ref_g + 4, n - 4)) TH_LOG("read after the change");
+	EXPECT_EQ(n, pread(fd_g, buf, sizeof(buf), 0));
+	EXPECT_EQ(0, memcmp(buf, ref_g, n)) TH_LOG("pread after the change");
+	EXPECT_EQ(n, lseek(fd_g, 0, SEEK_END));
+	ASSERT_EQ(0, fstat(fd_g, &st));
+	EXPECT_EQ(ref_st.st_size, st.st_size);
+	EXPECT_EQ(ref_st.st_mode, st.st_mode);
+	EXPECT_EQ(ref_st.st_mtim.tv_sec, st.st_mtim.tv_sec);
+	EXPECT_EQ(ref_st.st_mtim.tv_nsec, st.st_mtim.tv_nsec);
+
+	memset(val, 0, sizeof(val));
+	EXPECT_EQ(1, fgetxattr(fd_x, "user.k", val, sizeof(val)));
+	EXPECT_EQ(ref_k[0], val[0]) TH_LOG("fgetxattr after the change");
+
+	map = mmap(NULL, 8 << 20, PROT_READ, MAP_SHARED, fd_s, 0);
+	EXPECT_NE(MAP_FAILED, map);
+	if (map != MAP_FAILED) {
+		EXPECT_EQ(0, memcmp(map + (4 << 20), ref_s, 3))
+			TH_LOG("mapping made after the change");
+		munmap(map, 8 << 20);
+	}
+	close(fd_g);
+	close(fd_x);
+	close(fd_s);
 	ASSERT_EQ(0, umount2(self->view, 0));
 	CHECK_ALL();
 }
