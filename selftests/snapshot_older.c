@@ -13,6 +13,7 @@
  * without dropping caches.  A take outdates the mounted views (ESTALE).
  */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -343,6 +344,120 @@ TEST_F(older, open_across)
 	close(fd_g);
 	close(fd_x);
 	close(fd_s);
+	ASSERT_EQ(0, umount2(self->view, 0));
+	CHECK_ALL();
+}
+
+/* "" if the entries read from directory fd @fd are those of @ref */
+static const char *fd_entries_diff(char *diff, int fd, const char *ref)
+{
+	char **want = list_dir(ref), **got = NULL;
+	struct dirent *de;
+	size_t n = 0, i;
+	DIR *d;
+
+	diff[0] = 0;
+	d = fdopendir(dup(fd));
+	if (!d || !want) {
+		snprintf(diff, DIFF_LEN, "cannot list fd %d or %s", fd, ref);
+		goto out;
+	}
+	rewinddir(d);
+	while ((de = readdir(d))) {
+		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
+			continue;
+		got = realloc(got, (n + 2) * sizeof(*got));
+		got[n++] = strdup(de->d_name);
+	}
+	if (!got)
+		got = calloc(1, sizeof(*got));
+	got[n] = NULL;
+	qsort(got, n, sizeof(*got), cmp_names);
+	for (i = 0; got[i] || want[i]; i++) {
+		if (!got[i] || !want[i] || strcmp(got[i], want[i])) {
+			snprintf(diff, DIFF_LEN, "entry '%s' vs reference '%s'",
+				 got[i] ? got[i] : "(none)",
+				 want[i] ? want[i] : "(none)");
+			break;
+		}
+	}
+out:
+	if (d)
+		closedir(d);
+	free_list(got);
+	free_list(want);
+	return diff;
+}
+
+/*
+ * Directories of a view used before the live tree changes them: read
+ * from an fd opened before (rewound), the starting point of lookups
+ * (openat() on that fd, and the working directory) — the view had
+ * resolved them to the live tree, the active snapshot copies them up
+ * with whiteouts for new names before each change.
+ */
+TEST_F(older, dir_open_across)
+{
+	char data[64], ref[64];
+	int dfd, fd;
+	ssize_t n;
+
+	ASSERT_EQ(0, take(self));
+	SH("echo 'version 2' >f");
+	ASSERT_EQ(0, take(self));
+	ASSERT_EQ(0, view(self, 1, self->view));
+
+	dfd = open(snap_path(self->view, "d"), O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, dfd);
+	EXPECT_STREQ("", fd_entries_diff(self->diff, dfd, snap_path(R(self, 1), "d")))
+		TH_LOG("before the changes");
+	ASSERT_EQ(0, chdir(snap_path(self->view, "d/e")));
+
+	SH("echo n >d/new && mkdir d/newdir && rm d/h && mv d/e d/e2 && "
+	   "echo n >d/e2/new && rm d/e2/deep2 && echo 'deep 2' >d/e2/deep");
+
+	EXPECT_STREQ("", fd_entries_diff(self->diff, dfd, snap_path(R(self, 1), "d")))
+		TH_LOG("an fd opened before the changes, rewound");
+	fd = openat(dfd, "new", O_RDONLY);
+	EXPECT_EQ(-1, fd) TH_LOG("openat() of a name made after the view's moment");
+	if (fd >= 0)
+		close(fd);
+	fd = openat(dfd, "h", O_RDONLY);
+	EXPECT_LE(0, fd) TH_LOG("openat() of a name removed since: %s", strerror(errno));
+	if (fd >= 0) {
+		n = read(fd, data, sizeof(data));
+		close(fd);
+		fd = open(snap_path(R(self, 1), "d/h"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(n, read(fd, ref, sizeof(ref)));
+		close(fd);
+		EXPECT_EQ(0, memcmp(data, ref, n));
+	}
+
+	/* the working directory d/e, renamed to d/e2 in the live tree */
+	fd = open("new", O_RDONLY);
+	EXPECT_EQ(-1, fd) TH_LOG("a name made in the working directory since");
+	if (fd >= 0)
+		close(fd);
+	fd = open("deep", O_RDONLY);
+	EXPECT_LE(0, fd);
+	if (fd >= 0) {
+		n = read(fd, data, sizeof(data));
+		close(fd);
+		fd = open(snap_path(R(self, 1), "d/e/deep"), O_RDONLY);
+		ASSERT_LE(0, fd);
+		EXPECT_EQ(n, read(fd, ref, sizeof(ref)));
+		close(fd);
+		EXPECT_EQ(0, memcmp(data, ref, n)) TH_LOG("deep in the working directory");
+	}
+	fd = open(".", O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd);
+	EXPECT_STREQ("", fd_entries_diff(self->diff, fd, snap_path(R(self, 1), "d/e")))
+		TH_LOG("the working directory");
+	close(fd);
+
+	ASSERT_EQ(0, chdir("/"));
+	close(dfd);
 	ASSERT_EQ(0, umount2(self->view, 0));
 	CHECK_ALL();
 }

@@ -226,4 +226,49 @@ TEST_F(tool, store_inside_live)
 		TH_LOG("the refused init wrote into the live tree");
 }
 
+/*
+ * overlayfs stacks at most 500 lower layers, and a view of snapshot k
+ * needs k's upper, every newer snapshot's upper and LIVE.  With 501
+ * snapshots, mounting snapshot 2 (501 layers) is refused with a message
+ * that names the limit and the way out, snapshot 3 (500 layers) mounts
+ * and equals its reference.  Deleting 2 and 3 merges them into 1, which
+ * then mounts with 500 layers and equals the reference of its moment.
+ */
+TEST_F(tool, depth_limit)
+{
+	char ref3[PATH_MAX];
+
+	join(ref3, self->mnt, "ref3");
+	ASSERT_EQ(0, run(self, "cp -a %s %s", self->live, self->ref1));
+	ASSERT_EQ(0, T("init %s", self->live));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "two", O_TRUNC));
+	ASSERT_EQ(0, T("take %s", self->live));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "three", O_TRUNC));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "d/new"), "3", O_EXCL));
+	ASSERT_EQ(0, run(self, "cp -a %s %s", self->live, ref3));
+	ASSERT_EQ(0, T("take %s", self->live));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "f"), "four", O_TRUNC));
+	ASSERT_EQ(0, run(self, "for i in $(seq 4 501); do %s take %s >/dev/null || exit 1; done",
+			 self->tool, self->live));
+	ASSERT_EQ(0, scratch_write(snap_path(self->live, "d/g"), "live", O_TRUNC));
+
+	EXPECT_EQ(1, T("mount %s 2 %s 2>&1", self->live, self->view));
+	EXPECT_NE(NULL, strstr(self->out, "needs 501 layers"))
+		TH_LOG("%s", self->out);
+	EXPECT_NE(NULL, strstr(self->out, "at most 500"));
+	ASSERT_EQ(0, T("mount %s 3 %s", self->live, self->view));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, ref3));
+	ASSERT_EQ(0, T("umount %s", self->view));
+
+	ASSERT_EQ(0, T("delete %s 2", self->live));
+	EXPECT_EQ(1, T("mount %s 1 %s 2>/dev/null", self->live, self->view))
+		TH_LOG("1 and 3..501 and LIVE are 501 layers");
+	ASSERT_EQ(0, T("delete %s 3", self->live));
+	ASSERT_EQ(0, T("mount %s 1 %s", self->live, self->view));
+	EXPECT_STREQ("", snap_diff(self->diff, self->view, self->ref1));
+	EXPECT_STRNE("", snap_diff(self->diff, self->live, self->ref1));
+	ASSERT_EQ(0, T("umount %s", self->view));
+	ASSERT_EQ(0, run(self, "umount %s/501/root", self->store));
+}
+
 TEST_HARNESS_MAIN

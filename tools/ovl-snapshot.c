@@ -42,6 +42,9 @@
 #define EXIT_UNARMED	3
 #define EXIT_MISSED	4
 
+/* overlayfs's limit of lower layers (fs/overlayfs/params.h) */
+#define OVL_MAX_STACK	500
+
 static const char *prog = "ovl-snapshot";
 static const char *cmd = "";
 
@@ -103,10 +106,11 @@ static const char help[] =
 "\n"
 "LIMITS\n"
 "    A take outdates every mounted older snapshot: it then fails with\n"
-"    ESTALE until it is mounted again.  Files and directories opened in an\n"
-"    older snapshot before a change of LIVE may show that change; paths\n"
-"    looked up after it do not.  At most 499 snapshots back from the\n"
-"    active one can be mounted (overlayfs's 500 layers).  Changes made to\n"
+"    ESTALE until it is mounted again.  A directory being read in an\n"
+"    older snapshot during a change of LIVE may show that change; paths\n"
+"    looked up and files read after it do not.  At most 499 snapshots\n"
+"    back from the active one can be mounted (overlayfs's 500 layers):\n"
+"    delete snapshots in between to merge them.  Changes made to\n"
 "    LIVE while the active snapshot is not armed are not preserved; arm\n"
 "    finds them from file ctimes, except names removed from a directory\n"
 "    that the snapshot had copied and new names of a file it had copied,\n"
@@ -405,7 +409,7 @@ static int mount_view(struct ctx *c, long id, long hi, const char *dir)
 {
 	char upper[PATH_MAX], what[PATH_MAX + 64];
 	int fsfd, err = 0;
-	long i;
+	long i, n;
 
 	for (i = id; i <= hi; i++) {
 		snap_path(upper, c->store, i, "merging");
@@ -415,6 +419,15 @@ static int mount_view(struct ctx *c, long id, long hi, const char *dir)
 			errno = EBUSY;
 			return -1;
 		}
+	}
+	/* overlayfs stacks at most OVL_MAX_STACK lower layers, LIVE one of them */
+	for (i = id, n = 1; i <= hi; i++)
+		n += exists(c, i);
+	if (n > OVL_MAX_STACK) {
+		fprintf(stderr, "%s: %s: snapshot %ld needs %ld layers (its upper, %ld newer ones and LIVE); overlayfs stacks at most %d: delete snapshots between %ld and %ld to merge them\n",
+			prog, cmd, id, n, n - 2, OVL_MAX_STACK, id, hi);
+		errno = E2BIG;
+		return -1;
 	}
 	fsfd = overlay_open();
 	if (fsfd < 0)
