@@ -342,4 +342,52 @@ TEST_F(snap, unprivileged)
 	EXPECT_STREQ("", tree_diff(self, self->snap, self->ref));
 }
 
+/*
+ * A store the snapshot cannot write to (on a read-only mount): EINVAL.  A
+ * filesystem without trusted xattrs and file handles (ramfs), where
+ * overlayfs itself mounts with those features off (the control): the
+ * snapshot gets EOPNOTSUPP and leaves no consumer behind.
+ */
+TEST_F(snap, unsupported)
+{
+	char opts[4 * PATH_MAX], ro[PATH_MAX], r[PATH_MAX], p[PATH_MAX];
+	char mp[PATH_MAX];
+
+	join(mp, self->mnt, "mp");
+	ASSERT_EQ(0, mkdir(mp, 0755));
+	/* the scratch fs again, read-only, holding the store */
+	join(p, self->mnt, "s2");
+	ASSERT_EQ(0, scratch_sh("mkdir -p %s/upper %s/work", p, p));
+	join(ro, self->mnt, "ro");
+	ASSERT_EQ(0, mkdir(ro, 0755));
+	ASSERT_EQ(0, mount(self->mnt, ro, NULL, MS_BIND, NULL));
+	ASSERT_EQ(0, mount(NULL, ro, NULL, MS_REMOUNT | MS_BIND | MS_RDONLY, NULL));
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s,upperdir=%s/s2/upper,workdir=%s/s2/work,snapshot",
+		 self->ref, ro, ro);
+	EXPECT_EQ(-1, mount("overlay", mp, "overlay", 0, opts));
+	EXPECT_EQ(EINVAL, errno) TH_LOG("store on a read-only mount");
+	EXPECT_EQ(0, umount2(ro, 0));
+
+	/* ramfs: no trusted xattrs, no file handles */
+	join(r, self->mnt, "ramfs");
+	ASSERT_EQ(0, mkdir(r, 0755));
+	ASSERT_EQ(0, mount("none", r, "ramfs", 0, NULL));
+	ASSERT_EQ(0, scratch_sh("mkdir -p %s/live %s/s/upper %s/s/work %s/c/upper %s/c/work && echo x >%s/live/f",
+				r, r, r, r, r, r));
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s/live,upperdir=%s/c/upper,workdir=%s/c/work", r, r, r);
+	EXPECT_EQ(0, mount("overlay", mp, "overlay", 0, opts))
+		TH_LOG("the control, without snapshot: %s", strerror(errno));
+	umount2(mp, 0);
+	snprintf(opts, sizeof(opts),
+		 "lowerdir=%s/live,upperdir=%s/s/upper,workdir=%s/s/work,snapshot",
+		 r, r, r);
+	EXPECT_EQ(-1, mount("overlay", mp, "overlay", 0, opts));
+	EXPECT_EQ(EOPNOTSUPP, errno) TH_LOG("ramfs: %s", strerror(errno));
+	/* no consumer left on ramfs: a change goes through, nothing copied */
+	EXPECT_EQ(0, scratch_sh("echo y >%s/live/f && test -z \"$(ls -A %s/s/upper)\"", r, r));
+	EXPECT_EQ(0, umount2(r, 0));
+}
+
 TEST_HARNESS_MAIN
