@@ -23,9 +23,12 @@ for path in sys.argv[1:]:
 
 if not rows:
     sys.exit("table.py: no RESULT lines")
-same = "patched none" in cols and "patched idle" in cols
-print("| fs | operation | " + " | ".join(cols) + (" | idle vs none, same kernel |" if same else " |"))
-print("|---|---|" + "---:|" * (len(cols) + same))
+# Consumers against no consumer, within the same boot of the patched kernel
+same = [s for s in ("idle", "snapshot")
+        if "patched none" in cols and f"patched {s}" in cols]
+print("| fs | operation | " + " | ".join(cols) +
+      "".join(f" | {s} vs none, same kernel" for s in same) + " |")
+print("|---|---|" + "---:|" * (len(cols) + len(same)))
 for (fs, op), vals in rows.items():
     med = {c: min(v) for c, v in vals.items()}
     base = med.get("vanilla none")
@@ -40,7 +43,7 @@ for (fs, op), vals in rows.items():
         if base and c != "vanilla none":
             cell += f" ({(v - base) / base * 100:+.1f}%)"
         cells.append(cell + f" [med +{above:.0f}%]")
-    if same and "patched none" in med and "patched idle" in med:
-        n, i = med["patched none"], med["patched idle"]
-        cells.append(f"{(i - n) / n * 100:+.1f}%")
+    for s in same:
+        n, i = med.get("patched none"), med.get(f"patched {s}")
+        cells.append(f"{(i - n) / n * 100:+.1f}%" if n and i else "")
     print(f"| {fs} | {op} | " + " | ".join(cells) + " |")

@@ -4,7 +4,9 @@
 #   RESULT KERNEL FS SETTING OP NS_PER_OP
 # Settings: "none" (no consumer anywhere); with CONFIG_FS_PREMOD_TEST also
 # "other-sb" (a consumer on another filesystem: the static key is on) and
-# "idle" (a consumer on the benchmark directory that has nothing to do).
+# "idle" (a consumer on the benchmark directory that has nothing to do),
+# and "snapshot" (an overlayfs snapshot of the benchmark directory, its
+# store next to it: the real consumer, with the modification barrier).
 # BENCH_ROUNDS rounds (default 5), the order of the settings rotated each
 # round, so that a slow phase of the guest does not land on one setting.
 set -eu
@@ -33,18 +35,28 @@ run() {	# FS SETTING
 	d=/tmp/bench/$1/d
 	rm -rf "$d"
 	mkdir -p "$d"
+	s=/tmp/bench/$1/store
 	case $2 in
 	other-sb) echo /tmp/bench/other >$ctl/watch ;;
 	idle) echo 1 >$ctl/quiet; echo "$d" >$ctl/watch ;;
+	snapshot)
+		rm -rf "$s"
+		mkdir -p "$s/upper" "$s/work" "$s/mnt"
+		mount -t overlay none \
+			-o "lowerdir=$d,upperdir=$s/upper,workdir=$s/work,snapshot" \
+			"$s/mnt" ;;
 	esac
 	"$bin" "$d" "$n" "$runs" | while read -r op ns; do
 		echo "RESULT $kernel $1 $2 $op $ns"
 	done
-	[ "$2" = none ] || { echo 1 >$ctl/unwatch; echo 0 >$ctl/quiet; }
+	case $2 in
+	other-sb | idle) echo 1 >$ctl/unwatch; echo 0 >$ctl/quiet ;;
+	snapshot) umount "$s/mnt"; rm -rf "$s" ;;
+	esac
 }
 
 settings=none
-[ -e $ctl/watch ] && settings="none other-sb idle"
+[ -e $ctl/watch ] && settings="none other-sb idle snapshot"
 r=0
 while [ $r -lt "$rounds" ]; do
 	for fs in tmpfs ext4; do

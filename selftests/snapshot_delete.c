@@ -121,14 +121,6 @@ static int take(struct _test_data_del *self)
 		}							\
 	} while (0)
 
-static int del_scratch(const struct scratch_fs *fs, const char *mnt)
-{
-	umount2(snap_pathf("%s/view", mnt), 0);
-	for (int id = 1; id <= MAX_SNAP; id++)
-		umount2(snap_pathf("%s/.live.snapshots/%d/root", mnt, id), 0);
-	return snap_scratch(fs, mnt);
-}
-
 FIXTURE_SETUP(del)
 {
 	char exe[PATH_MAX];
@@ -141,7 +133,7 @@ FIXTURE_SETUP(del)
 	if (access(self->tool, X_OK))
 		SKIP(return, "no %s (build the selftests with make selftests)", self->tool);
 
-	SCRATCH_SETUP(del_scratch, &variant->fs, self->mnt, "delete");
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "delete");
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, ".live.snapshots");
 	join(self->ref, self->mnt, "ref");
@@ -161,11 +153,7 @@ FIXTURE_SETUP(del)
 
 FIXTURE_TEARDOWN(del)
 {
-	umount2(self->view, 0);
-	for (int id = 1; id <= MAX_SNAP; id++)
-		umount2(snap_pathf("%s/%d/root", self->store, id), 0);
-	if (umount2(self->mnt, 0))
-		umount2(self->mnt, MNT_DETACH);
+	snap_umount_tree(self->mnt);
 }
 
 /*

@@ -140,21 +140,9 @@ static int view(struct _test_data_older *self, int id, const char *dir)
 /* Run a shell command in the live tree */
 #define SH(fmt, ...) ASSERT_EQ(0, scratch_sh("cd %s && " fmt, self->live, ##__VA_ARGS__))
 
-/*
- * snap_scratch() after unmounting the views and snapshots that a test
- * stopped by a failed assertion left under @mnt: they keep the disk busy.
- */
-static int older_scratch(const struct scratch_fs *fs, const char *mnt)
-{
-	umount2(snap_pathf("%s/view", mnt), 0);
-	for (int id = 1; id <= MAX_SNAP; id++)
-		umount2(snap_pathf("%s/snap%d", mnt, id), 0);
-	return snap_scratch(fs, mnt);
-}
-
 FIXTURE_SETUP(older)
 {
-	SCRATCH_SETUP(older_scratch, &variant->fs, self->mnt, "older");
+	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "older");
 
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, "store");
@@ -177,11 +165,7 @@ FIXTURE_SETUP(older)
 
 FIXTURE_TEARDOWN(older)
 {
-	umount2(self->view, 0);
-	for (int id = 1; id <= MAX_SNAP; id++)
-		umount2(M(self, id), 0);
-	if (umount2(self->mnt, 0))
-		umount2(self->mnt, MNT_DETACH);
+	snap_umount_tree(self->mnt);
 }
 
 /*

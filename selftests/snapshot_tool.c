@@ -83,15 +83,7 @@ FIXTURE_SETUP(tool)
 
 FIXTURE_TEARDOWN(tool)
 {
-	char p[PATH_MAX];
-
-	umount2(self->view, 0);
-	for (int id = 1; id <= 8; id++) {
-		snprintf(p, sizeof(p), "%s/%d/root", self->store, id);
-		umount2(p, 0);
-	}
-	if (umount2(self->mnt, 0))
-		umount2(self->mnt, MNT_DETACH);
+	snap_umount_tree(self->mnt);
 }
 
 TEST_F(tool, lifecycle)
@@ -234,7 +226,7 @@ TEST_F(tool, store_inside_live)
  * and equals its reference.  Deleting 2 and 3 merges them into 1, which
  * then mounts with 500 layers and equals the reference of its moment.
  */
-TEST_F(tool, depth_limit)
+TEST_F_TIMEOUT(tool, depth_limit, 900)
 {
 	char ref3[PATH_MAX];
 

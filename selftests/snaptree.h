@@ -249,18 +249,39 @@ static inline int snap_mount(const char *opts, const char *dir)
 }
 
 /*
- * A fresh @fs on @mnt, after unmounting whatever a failed test left at
- * @mnt/snap and @mnt (the next mkfs would refuse a mounted disk).
+ * Unmount every mount at or below @mnt, deepest first (lazily when busy):
+ * the overlays a failed or timed-out test left there keep the scratch
+ * disk busy, and the next mkfs would refuse it.
  */
+static inline void snap_umount_tree(const char *mnt)
+{
+	char line[2 * PATH_MAX], mp[PATH_MAX], deepest[PATH_MAX];
+	size_t len = strlen(mnt);
+	FILE *f;
+
+	for (;;) {
+		f = fopen("/proc/self/mountinfo", "r");
+		if (!f)
+			return;
+		deepest[0] = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+			    strncmp(mp, mnt, len) || (mp[len] && mp[len] != '/'))
+				continue;
+			if (strlen(mp) > strlen(deepest))
+				strcpy(deepest, mp);
+		}
+		fclose(f);
+		if (!deepest[0] || (umount2(deepest, 0) &&
+				    umount2(deepest, MNT_DETACH)))
+			return;
+	}
+}
+
+/* A fresh @fs on @mnt, after unmounting whatever a failed test left */
 static inline int snap_scratch(const struct scratch_fs *fs, const char *mnt)
 {
-	char p[PATH_MAX];
-
-	join(p, mnt, "snap");
-	while (!umount2(p, 0))
-		;
-	while (!umount2(mnt, 0))
-		;
+	snap_umount_tree(mnt);
 	return scratch_mount(fs, mnt);
 }
 

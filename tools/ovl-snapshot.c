@@ -6,7 +6,8 @@
  *
  * The store holds one directory per snapshot id N:
  *   STORE/live       the live tree's absolute path
- *   STORE/.lock      flock()ed by every command that changes the store
+ *   STORE/.lock      flock()ed by every command that changes the store,
+ *                    and by mount
  *   STORE/N/upper    the snapshot's upper layer (copies of what changed)
  *   STORE/N/work     its overlayfs work directory (and index)
  *   STORE/N/root     mount point of the active snapshot's overlay
@@ -733,6 +734,8 @@ static int cmd_mount(struct ctx *c, long id, const char *dir)
 	long lo, hi;
 
 	ctx_check(c);
+	/* not while a delete checks for views and merges, nor a take */
+	ctx_lock(c);
 	ids(c, &lo, &hi);
 	if (!exists(c, id))
 		die("no snapshot %ld in %s", id, c->store);
