@@ -275,13 +275,6 @@ TEST_F(snap, bad_options)
 	EXPECT_EQ(EBUSY, errno) TH_LOG("overlapping live trees");
 }
 
-static int write_file(const char *path, const char *data)
-{
-	int ret = scratch_write(path, data, 0);
-
-	return ret ? -1 : 0;
-}
-
 /*
  * A caller without CAP_SYS_ADMIN in the initial user namespace gets EPERM
  * for snapshot: the hooks act on the host's filesystem.  Root in a new
@@ -309,9 +302,9 @@ TEST_F(snap, unprivileged)
 		char opts[4 * PATH_MAX + 16];
 
 		if (unshare(CLONE_NEWUSER) ||
-		    write_file("/proc/self/uid_map", "0 0 1") ||
-		    write_file("/proc/self/setgroups", "deny") ||
-		    write_file("/proc/self/gid_map", "0 0 1") ||
+		    scratch_write("/proc/self/uid_map", "0 0 1", 0) ||
+		    scratch_write("/proc/self/setgroups", "deny", 0) ||
+		    scratch_write("/proc/self/gid_map", "0 0 1", 0) ||
 		    unshare(CLONE_NEWNS) ||
 		    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL)) {
 			res[0] = errno;
