@@ -17,7 +17,8 @@ RUN_KERNEL := $(KDIR_$(RUN_DEBUG))/bzImage
 
 # Commands the targets need; 'make deps' installs them.
 DEP_CMDS := gcc make flex bison bc cpio ccache qemu-system-x86_64 sparse spatch \
-	    mkfs.ext4 mkfs.xfs mkfs.btrfs busybox python3 setfattr setfacl perl
+	    mkfs.ext4 mkfs.xfs mkfs.btrfs busybox python3 setfattr setfacl perl \
+	    fio stress-ng dbench fs_mark
 DEPS_OK = $(shell for c in $(DEP_CMDS); do command -v $$c >/dev/null || echo $$c; done; \
 	/usr/bin/python3 -c 'import ply, git' 2>/dev/null || echo python3-ply/python3-git)
 
@@ -73,6 +74,16 @@ guest-check: run-kernel selftests
 	qemu/ktap.py build/run/check/output.log build/run/check/console.log \
 		$(if $(ALLOW_SKIP),--allow-skip) && [ $$rc = 0 ]
 
+# make soak SEEDS=N OPS=N SEED0=N: the long form of the proof tools
+SEEDS ?= 250
+OPS ?= 1000
+SEED0 ?= 1000
+soak: run-kernel selftests ## long proof: SEEDS fuzz seeds per fs (OPS ops each), full third-party loads
+	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/soak TIMEOUT=$${TIMEOUT:-172800} qemu/boot.sh \
+		qemu/guest-soak.sh $(abspath build/run/soak) $(SEEDS) $(OPS) $(SEED0) || rc=$$?; \
+	echo "== soak in the guest (guest exit $$rc) =="; \
+	qemu/ktap.py build/run/soak/output.log build/run/soak/console.log && [ $$rc = 0 ]
+
 check: test-tools static guest-check ## everything: tool tests, static checks, selftests in the guest
 
 demo: run-kernel selftests ## boot the guest and run the demo
@@ -111,4 +122,4 @@ clean: ## remove build/ (keeps linux/ and the ccache)
 	rm -rf build
 
 .PHONY: bench bisect help deps need-deps linux export kernel run-kernel selftests run guest-check \
-	check demo test-tools static checkpatch sparse cocci clean tool install
+	check soak demo test-tools static checkpatch sparse cocci clean tool install

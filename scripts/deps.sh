@@ -5,6 +5,7 @@ set -eu
 pkgs="build-essential flex bison bc libelf-dev libssl-dev cpio kmod rsync xz-utils
 ccache qemu-system-x86 qemu-utils sparse coccinelle python3 python3-ply python3-git
 e2fsprogs xfsprogs btrfs-progs attr acl busybox-static util-linux fio
+stress-ng dbench fsmark
 git ca-certificates shellcheck"
 
 if [ "$(id -u)" != 0 ]; then

@@ -9,7 +9,7 @@
 #include <sys/sysmacros.h>
 
 #include "scratch.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 FIXTURE(overlay) {
 	char mnt[PATH_MAX];

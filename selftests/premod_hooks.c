@@ -26,7 +26,7 @@
 #include <sys/xattr.h>
 
 #include "scratch.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 #define CTL "/sys/kernel/debug/fs_premod_test/"
 #define ERR_CONSUMER ECANCELED	/* what the consumer fails with */

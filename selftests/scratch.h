@@ -100,14 +100,78 @@ static inline int scratch_sh(const char *fmt, ...)
 }
 
 /*
+ * Unmount every mount at or below @mnt, deepest first (lazily when busy).
+ * A test that failed or was killed by the harness's timeout leaves its
+ * overlays and its scratch filesystem mounted; the next mkfs of that disk
+ * would then fail.
+ */
+static inline void scratch_umount_tree(const char *mnt)
+{
+	char line[2 * PATH_MAX], mp[PATH_MAX], deepest[PATH_MAX];
+	size_t len = strlen(mnt);
+	FILE *f;
+
+	for (;;) {
+		f = fopen("/proc/self/mountinfo", "r");
+		if (!f)
+			return;
+		deepest[0] = 0;
+		while (fgets(line, sizeof(line), f)) {
+			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
+			    strncmp(mp, mnt, len) || (mp[len] && mp[len] != '/'))
+				continue;
+			if (strlen(mp) > strlen(deepest))
+				strcpy(deepest, mp);
+		}
+		fclose(f);
+		if (!deepest[0] || (umount2(deepest, 0) &&
+				    umount2(deepest, MNT_DETACH)))
+			return;
+	}
+}
+
+/*
+ * Wait until no filesystem holds @dev (an exclusive open succeeds): a
+ * lazily unmounted filesystem lives on until its last user is gone.
+ * 0, or -EBUSY after about a minute.
+ */
+static inline int scratch_wait_free(const char *dev)
+{
+	int fd, i;
+
+	for (i = 0; i < 600; i++) {
+		fd = open(dev, O_RDONLY | O_EXCL);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		if (errno != EBUSY)
+			return -errno;
+		if (i == 0) {
+			sync();
+			scratch_sh("echo 3 >/proc/sys/vm/drop_caches");
+		}
+		usleep(100000);
+	}
+	return -EBUSY;
+}
+
+/*
  * Make a fresh @fs and mount it on @mnt.  0, -ENODEV when the scratch disk
- * is missing (the caller skips and says why), or another -errno.
+ * is missing (the caller skips and says why), or another -errno with the
+ * reason on stderr.
+ *
+ * Whatever an earlier test left mounted anywhere under SCRATCH_BASE (a
+ * test killed by its timeout runs no teardown) is unmounted first, and a
+ * disk is waited for until no filesystem holds it, so that one failed
+ * test never makes the next ones fail their setup.
  */
 static inline int scratch_mount(const struct scratch_fs *fs, const char *mnt)
 {
 	char dev[64];
 	int ret;
 
+	scratch_umount_tree(SCRATCH_BASE);
 	ret = scratch_mkdirs(mnt);
 	if (ret)
 		return ret;
@@ -116,8 +180,19 @@ static inline int scratch_mount(const struct scratch_fs *fs, const char *mnt)
 	ret = scratch_find_disk(fs->name, dev, sizeof(dev));
 	if (ret)
 		return ret;
-	if (scratch_sh("%s %s >/dev/null 2>&1", fs->mkfs, dev))
+	ret = scratch_wait_free(dev);
+	if (ret) {
+		fprintf(stderr, "# scratch: %s (%s) still in use after unmounting everything under %s: %s\n",
+			dev, fs->name, SCRATCH_BASE, strerror(-ret));
+		scratch_sh("grep -e ' %s ' -e ' overlay ' /proc/self/mountinfo | sed 's/^/# scratch: mounted: /' >&2",
+			   dev);
+		return ret;
+	}
+	if (scratch_sh("%s %s >/tmp/scratch-mkfs.log 2>&1", fs->mkfs, dev)) {
+		fprintf(stderr, "# scratch: '%s %s' failed:\n", fs->mkfs, dev);
+		scratch_sh("sed 's/^/# scratch: /' /tmp/scratch-mkfs.log >&2");
 		return -EIO;
+	}
 	return mount(dev, mnt, fs->name, 0, NULL) ? -errno : 0;
 }
 

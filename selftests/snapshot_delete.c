@@ -22,7 +22,7 @@
 
 #include "scratch.h"
 #include "snaptree.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 #define MAX_SNAP 8
 
@@ -161,7 +161,7 @@ FIXTURE_TEARDOWN(del)
  * snapshots are deleted one by one, each merged into a neighbour that
  * already holds merged content, and finally the oldest.
  */
-TEST_F_TIMEOUT(del, chain, 300)
+TEST_F(del, chain)
 {
 	ASSERT_EQ(0, take(self));
 
@@ -206,7 +206,7 @@ TEST_F_TIMEOUT(del, chain, 300)
  * under each name: the copies to merge are under different names in the
  * two snapshots.  Every middle snapshot is deleted, newest first.
  */
-TEST_F_TIMEOUT(del, renamed_every_time, 300)
+TEST_F(del, renamed_every_time)
 {
 	char from[64], to[64];
 
@@ -267,7 +267,7 @@ TEST_F(del, refused)
  * running delete again.  With space back, both work and every view is
  * exact.
  */
-TEST_F_TIMEOUT(del, enospc, 300)
+TEST_F(del, enospc)
 {
 	int ret, id;
 

@@ -18,7 +18,7 @@
 
 #include "scratch.h"
 #include "snaptree.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 FIXTURE(ns) {
 	char mnt[PATH_MAX];
@@ -438,7 +438,7 @@ static int change_kind(struct _test_data_ns *self, int kind)
  * snapshot still showing its moment.  Where nothing clones, the data
  * copy-up cannot find space and must fail.
  */
-TEST_F_TIMEOUT(ns, enospc_every_kind, 600)
+TEST_F(ns, enospc_every_kind)
 {
 	bool clones = !strcmp(variant->fs.name, "xfs") ||
 		      !strcmp(variant->fs.name, "btrfs");

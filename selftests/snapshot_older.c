@@ -22,7 +22,7 @@
 
 #include "scratch.h"
 #include "snaptree.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 #define MAX_SNAP 8
 

@@ -13,7 +13,7 @@
 
 #include "scratch.h"
 #include "snaptree.h"
-#include "kselftest_harness.h"
+#include "harness.h"
 
 FIXTURE(tool) {
 	char mnt[PATH_MAX];
@@ -226,7 +226,7 @@ TEST_F(tool, store_inside_live)
  * and equals its reference.  Deleting 2 and 3 merges them into 1, which
  * then mounts with 500 layers and equals the reference of its moment.
  */
-TEST_F_TIMEOUT(tool, depth_limit, 900)
+TEST_F_TIMEOUT(tool, depth_limit, 1800)
 {
 	char ref3[PATH_MAX];
 

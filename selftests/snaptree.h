@@ -248,40 +248,15 @@ static inline int snap_mount(const char *opts, const char *dir)
 	return 0;
 }
 
-/*
- * Unmount every mount at or below @mnt, deepest first (lazily when busy):
- * the overlays a failed or timed-out test left there keep the scratch
- * disk busy, and the next mkfs would refuse it.
- */
+/* Unmount every mount at or below @mnt (see scratch_umount_tree()) */
 static inline void snap_umount_tree(const char *mnt)
 {
-	char line[2 * PATH_MAX], mp[PATH_MAX], deepest[PATH_MAX];
-	size_t len = strlen(mnt);
-	FILE *f;
-
-	for (;;) {
-		f = fopen("/proc/self/mountinfo", "r");
-		if (!f)
-			return;
-		deepest[0] = 0;
-		while (fgets(line, sizeof(line), f)) {
-			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
-			    strncmp(mp, mnt, len) || (mp[len] && mp[len] != '/'))
-				continue;
-			if (strlen(mp) > strlen(deepest))
-				strcpy(deepest, mp);
-		}
-		fclose(f);
-		if (!deepest[0] || (umount2(deepest, 0) &&
-				    umount2(deepest, MNT_DETACH)))
-			return;
-	}
+	scratch_umount_tree(mnt);
 }
 
-/* A fresh @fs on @mnt, after unmounting whatever a failed test left */
+/* A fresh @fs on @mnt (scratch_mount() unmounts what a failed test left) */
 static inline int snap_scratch(const struct scratch_fs *fs, const char *mnt)
 {
-	snap_umount_tree(mnt);
 	return scratch_mount(fs, mnt);
 }
 

@@ -1157,6 +1157,35 @@ static void merge_dir(struct merge *m, const char *dk, const char *dp)
 }
 
 /*
+ * The non-directory copies that K holds in its index and P lacks, after
+ * merge_dir(): above all those K made into its index only (a file changed
+ * through a name removed before K's moment while it kept other names: the
+ * kernel reaches it by its file handle, not by a name).  P lacking a copy
+ * of a file means the file did not change in P's epoch, so K's copy is its
+ * state at P's moment too; views find every name of a file in the index.
+ * A copy that P has hides K's, which is freed with K.
+ */
+static void merge_index_files(struct merge *m)
+{
+	char **names = entries(m, m->index_k);
+	struct stat st;
+
+	for (char **n = names; *n; n++) {
+		char from[PATH_MAX];
+
+		path_join(from, m->index_k, *n);
+		if (lstat(from, &st))
+			merge_fail(m, "stat", from);
+		if (S_ISDIR(st.st_mode) || is_whiteout(&st))
+			continue;
+		move_index(m, *n, NULL);
+		if (access(from, F_OK))
+			m->moved++;
+	}
+	free_entries(names);
+}
+
+/*
  * Is an overlay mounted with @upper as a layer?  Then say where, in
  * @where.  The layer paths are in the mount options, as given.
  */
@@ -1225,6 +1254,7 @@ static void merge_snapshot(struct ctx *c, long k, long p)
 	}
 	mark(&m, NULL);
 	merge_dir(&m, m.upper_k, m.upper_p);
+	merge_index_files(&m);
 	close(m.mount_fd);
 	printf("snapshot %ld merged into %ld: %lu entries moved, %lu linked\n",
 	       k, p, m.moved, m.linked);
