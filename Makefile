@@ -68,7 +68,7 @@ run: run-kernel selftests ## boot the guest: a shell, or CMD='...'
 	KERNEL=$(RUN_KERNEL) qemu/boot.sh $(CMD)
 
 guest-check: run-kernel selftests
-	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/check TIMEOUT=$${TIMEOUT:-2700} qemu/boot.sh \
+	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/check TIMEOUT=$${TIMEOUT:-4500} qemu/boot.sh \
 		qemu/guest-selftests.sh $(TESTS) || rc=$$?; \
 	echo "== selftests in the guest (guest exit $$rc) =="; \
 	qemu/ktap.py build/run/check/output.log build/run/check/console.log \

@@ -260,12 +260,13 @@ TEST_F(take, open_across)
  * while the file keeps another name.  The fd's dentry is unhashed; the
  * consumer took that for "not in the snapshot", let the change through
  * and snapshot 2 showed it under the remaining name.  One file per kind
- * of change: write, truncate, chmod, xattr, a store through a mapping.
+ * of change: write, truncate, chmod, xattr, a store through a mapping;
+ * and a write through the fd of an O_TMPFILE linked in before the take.
  */
 TEST_F(take, hard_link_removed_name)
 {
 	static const char * const kind[] = { "write", "trunc", "chmod", "xattr", "mmap" };
-	int fd[5];
+	int fd[5], tmp;
 	char *map;
 
 	for (int i = 0; i < 5; i++) {
@@ -289,7 +290,15 @@ TEST_F(take, hard_link_removed_name)
 		}
 	}
 
+	/* an O_TMPFILE linked in: its fd's dentry was never hashed */
+	tmp = open(self->live, O_TMPFILE | O_RDWR, 0644);
+	ASSERT_LE(0, tmp);
+	ASSERT_EQ(8, write(tmp, "tmpfile\n", 8));
+	ASSERT_EQ(0, linkat(tmp, "", AT_FDCWD, L(self, "tmpfile-linked"), AT_EMPTY_PATH));
+
 	ASSERT_EQ(0, take(self, 2));
+	ASSERT_EQ(5, pwrite(tmp, "AFTER", 5, 0));
+	close(tmp);
 	ASSERT_EQ(5, pwrite(fd[0], "AFTER", 5, 4));
 	ASSERT_EQ(0, ftruncate(fd[1], 3));
 	ASSERT_EQ(0, fchmod(fd[2], 0600));
