@@ -72,7 +72,7 @@ class Loads:
 
     # Each load runs in @d and returns {item: outcome}.
     def fio(self, d):
-        size = "64m" if self.long else "8m"
+        size = "64m" if self.long else "4m"
         jobs = [("psync-rand", "ioengine=psync\nrw=randwrite\nbs=4k"),
                 ("psync-seq", "ioengine=psync\nrw=write\nbs=64k"),
                 # fio 3.33 has no trim for files but through this engine:
@@ -124,9 +124,9 @@ class Loads:
 
     def fs_mark(self, d):
         n = 2000 if self.long else 200
-        # its log goes to the current directory unless told (read-only here)
-        rc, text = sh("fs_mark -d %s -n %d -s 4096 -L 3 -t 2 -S 0 -k -l %s.log 2>&1" % (d, n, d),
-                      timeout=900)
+        # it writes fs_log.txt to the current directory (read-only here)
+        rc, text = sh("fs_mark -d %s -n %d -s 4096 -L 3 -t 2 -S 0 -k 2>&1" % (d, n),
+                      cwd=os.path.dirname(d), timeout=900)
         return {"fs_mark": "exit=%d" % rc}
 
     def all(self):
