@@ -249,8 +249,7 @@ FIXTURE_VARIANT_ADD(f, tmpfs) {						\
 }
 
 /*
- * In a FIXTURE_SETUP: make a fresh @fs with @mount_fn (scratch_mount or
- * snap_scratch) on SCRATCH_BASE/TAG-FSNAME, stored in @mnt (a char array).
+ * In a FIXTURE_SETUP: make a fresh @fs with @mount_fn (scratch_mount) on SCRATCH_BASE/TAG-FSNAME, stored in @mnt (a char array).
  * Skips, saying why, when the scratch disk is missing; fails on any other
  * error.
  */

@@ -58,7 +58,7 @@ FIXTURE_SETUP(snap)
 	char big[65536];
 	int ret, fd;
 
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "snap");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "snap");
 
 	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
 				 self->snap));

@@ -133,7 +133,7 @@ FIXTURE_SETUP(del)
 	if (access(self->tool, X_OK))
 		SKIP(return, "no %s (build the selftests with make selftests)", self->tool);
 
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "delete");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "delete");
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, ".live.snapshots");
 	join(self->ref, self->mnt, "ref");
@@ -153,7 +153,7 @@ FIXTURE_SETUP(del)
 
 FIXTURE_TEARDOWN(del)
 {
-	snap_umount_tree(self->mnt);
+	scratch_umount_tree(self->mnt);
 }
 
 /*

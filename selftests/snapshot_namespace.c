@@ -85,7 +85,7 @@ FIXTURE_SETUP(ns)
 	char p[PATH_MAX];
 	int ret;
 
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "ns");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "ns");
 
 	ASSERT_EQ(0, snap_layout(self->mnt, self->live, self->store, self->ref,
 				 self->snap));

@@ -142,7 +142,7 @@ static int view(struct _test_data_older *self, int id, const char *dir)
 
 FIXTURE_SETUP(older)
 {
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "older");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "older");
 
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, "store");
@@ -165,7 +165,7 @@ FIXTURE_SETUP(older)
 
 FIXTURE_TEARDOWN(older)
 {
-	snap_umount_tree(self->mnt);
+	scratch_umount_tree(self->mnt);
 }
 
 /*

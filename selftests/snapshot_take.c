@@ -123,7 +123,7 @@ FIXTURE_SETUP(take)
 {
 	int ret;
 
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "take");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "take");
 
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, "store");

@@ -68,7 +68,7 @@ FIXTURE_SETUP(tool)
 	if (access(self->tool, X_OK))
 		SKIP(return, "no %s (build the selftests with make selftests)", self->tool);
 
-	SCRATCH_SETUP(snap_scratch, &variant->fs, self->mnt, "tool");
+	SCRATCH_SETUP(scratch_mount, &variant->fs, self->mnt, "tool");
 	join(self->live, self->mnt, "live");
 	join(self->store, self->mnt, ".live.snapshots");
 	join(self->ref, self->mnt, "ref");
@@ -83,7 +83,7 @@ FIXTURE_SETUP(tool)
 
 FIXTURE_TEARDOWN(tool)
 {
-	snap_umount_tree(self->mnt);
+	scratch_umount_tree(self->mnt);
 }
 
 TEST_F(tool, lifecycle)

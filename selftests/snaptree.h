@@ -248,18 +248,6 @@ static inline int snap_mount(const char *opts, const char *dir)
 	return 0;
 }
 
-/* Unmount every mount at or below @mnt (see scratch_umount_tree()) */
-static inline void snap_umount_tree(const char *mnt)
-{
-	scratch_umount_tree(mnt);
-}
-
-/* A fresh @fs on @mnt (scratch_mount() unmounts what a failed test left) */
-static inline int snap_scratch(const struct scratch_fs *fs, const char *mnt)
-{
-	return scratch_mount(fs, mnt);
-}
-
 /*
  * The layout under @mnt: the live tree, the store with upper and work
  * directories, the reference's path and the snapshot's mount point.
