@@ -79,7 +79,8 @@ SEEDS ?= 250
 OPS ?= 1000
 SEED0 ?= 1000
 soak: run-kernel selftests ## long proof: SEEDS fuzz seeds per fs (OPS ops each), full third-party loads
-	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/soak TIMEOUT=$${TIMEOUT:-172800} qemu/boot.sh \
+	@rc=0; KERNEL=$(RUN_KERNEL) RUN_DIR=build/run/soak TIMEOUT=$${TIMEOUT:-172800} \
+		SCRATCH_SIZE=$${SCRATCH_SIZE:-8G} qemu/boot.sh \
 		qemu/guest-soak.sh $(abspath build/run/soak) $(SEEDS) $(OPS) $(SEED0) || rc=$$?; \
 	echo "== soak in the guest (guest exit $$rc) =="; \
 	qemu/ktap.py build/run/soak/output.log build/run/soak/console.log && [ $$rc = 0 ]

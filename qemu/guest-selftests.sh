@@ -14,12 +14,16 @@ fi
 n=$(echo "$tests" | wc -w)
 echo "TAP version 13"
 echo "1..$n"
+# Python testers print as they go (a killed run still shows how far it got).
+export PYTHONUNBUFFERED=1
 i=0 rc=0
 for t in $tests; do
 	i=$((i + 1))
 	echo "# selftests: ovl-snapshots: $t"
 	st=0
-	( "$dir/$t" 2>&1; echo "ovl-exit:$?" ) | sed 's/^/# /' | tee "/tmp/$t.out"
+	t0=$(date +%s)
+	( "$dir/$t" 2>&1; echo "ovl-exit:$?" ) | python3 -u "$(dirname "$0")/ktap-indent.py" | tee "/tmp/$t.out"
+	echo "# $t: $(( $(date +%s) - t0 ))s"
 	st=$(sed -n 's/^# ovl-exit:\([0-9]*\)$/\1/p' "/tmp/$t.out")
 	if [ "${st:-1}" = 0 ]; then
 		echo "ok $i selftests: ovl-snapshots: $t"

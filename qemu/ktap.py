@@ -20,7 +20,9 @@ import sys
 RESULT = re.compile(r'^(not ok|ok) (\d+) (.*?)(?: # (SKIP|skip|TODO|exit=\d+)\b ?(.*))?$')
 PLAN = re.compile(r'^1\.\.(\d+)')
 # The harness's own lines around a subtest, not what the subtest said.
-HARNESS_NOISE = re.compile(r'^(# +(RUN|OK|FAIL|SKIP) |TAP version|# Starting )')
+HARNESS_NOISE = re.compile(r'^(# +(RUN|OK|FAIL|SKIP) |TAP version|# Starting |# time: )')
+# guest-selftests.sh's line after each binary: "# NAME: SECONDSs"
+BINARY_TIME = re.compile(r'^([\w.-]+): (\d+)s$')
 # How many lines of a failed subtest's output the summary repeats, so
 # that the end of a long log says why it failed.
 DIAG_LINES = 8
@@ -41,6 +43,7 @@ class Binary:
         self.top = None  # ('ok'|'not ok', directive)
         self.pending = []  # what the running subtest printed so far
         self.diag = {}  # failed subtest -> its last lines of output
+        self.seconds = None  # how long the binary ran
 
     def counts(self):
         failed = list(self.failed)
@@ -72,6 +75,10 @@ def parse_output(lines):
             if cur is None:
                 continue
             inner = line[2:]
+            m = BINARY_TIME.match(inner)
+            if m and m.group(1) == cur.name:
+                cur.seconds = int(m.group(2))
+                continue
             m = PLAN.match(inner)
             if m and cur.plan is None:
                 cur.plan = int(m.group(1))
@@ -107,7 +114,9 @@ def summarise(output_lines, console_lines, allow_skip=False, out=sys.stdout):
     for b in binaries:
         p, f, s = b.counts()
         tp, tf, ts = tp + p, tf + len(f), ts + len(s)
-        print('%s: %d passed, %d failed, %d skipped' % (b.name, p, len(f), len(s)), file=out)
+        took = '' if b.seconds is None else ' (%d s)' % b.seconds
+        print('%s: %d passed, %d failed, %d skipped%s' % (b.name, p, len(f), len(s), took),
+              file=out)
         for name in f:
             print('  FAIL %s' % name, file=out)
             for diag in b.diag.get(name, []):

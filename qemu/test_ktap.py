@@ -43,6 +43,18 @@ class TestSummary(unittest.TestCase):
         self.assertIn('Totals: 2 passed, 0 failed, 0 skipped', text)
         self.assertIn('console: clean', text)
 
+    def test_times(self):
+        """guest-selftests.sh's time lines: a binary's in its summary line,
+        a subtest's never taken for a failure's diagnostics"""
+        out = (PASS.replace('# ok 1 ovl.ext4.a\n', '# ok 1 ovl.ext4.a\n# # time: ovl.ext4.a 3 s\n')
+               .replace('# ovl-exit:0\n', '# ovl-exit:0\n# smoke: 42s\n')
+               .replace('# ok 2 ovl.tmpfs.b', '# not ok 2 ovl.tmpfs.b')
+               .replace('ok 1 selftests', 'not ok 1 selftests'))
+        rc, text = run(out)
+        self.assertEqual(1, rc)
+        self.assertIn('smoke: 1 passed, 1 failed, 0 skipped (42 s)', text)
+        self.assertNotIn('time:', text)
+
     def test_failed_subtest(self):
         rc, text = run(PASS.replace('# ok 2 ovl.tmpfs.b', '# not ok 2 ovl.tmpfs.b')
                        .replace('ok 1 selftests', 'not ok 1 selftests'))

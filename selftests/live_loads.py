@@ -3,7 +3,8 @@
 """live_loads: third-party loads on the live tree against the native fs.
 
 Each load (fio with crc32c verification on four engines, stress-ng's
-filesystem stressors, dbench, fs_mark) runs twice per filesystem, each
+filesystem stressors, dbench, fs_mark, the kernel's own selftests that
+run in a directory) runs twice per filesystem, each
 time on a fresh filesystem: once in a plain directory, once in a live tree
 with an armed snapshot while "ovl-snapshot take" runs every few seconds in
 the background.  Both runs must give the same result, item by item (a fio
@@ -47,7 +48,7 @@ fz = load_fuzz()
 
 # stress-ng's filesystem stressors for the bounded form: the ones that
 # change data, metadata and names (and verify with --verify where they can)
-STRESS_SHORT = ["hdd", "iomix", "fpunch", "link", "rename", "xattr"]
+STRESS_SHORT = ["hdd", "fpunch", "link", "rename", "xattr"]
 # Not run: they need devices, mounts or kernel features that are not
 # about the tree (binderfs, bind-mount, verity), or report timing only.
 STRESS_NOT = {"binderfs", "bind-mount", "verity"}
@@ -72,7 +73,7 @@ class Loads:
 
     # Each load runs in @d and returns {item: outcome}.
     def fio(self, d):
-        size = "64m" if self.long else "4m"
+        size = "64m" if self.long else "2m"
         jobs = [("psync-rand", "ioengine=psync\nrw=randwrite\nbs=4k"),
                 ("libaio-direct", "ioengine=libaio\niodepth=8\ndirect=1\nrw=randwrite\nbs=4k"),
                 ("mmap", "ioengine=mmap\nrw=randwrite\nbs=4k"),
@@ -112,39 +113,86 @@ class Loads:
         t = 10 if self.long else 2
         out = {}
         for n in names:
-            rc, text = sh("stress-ng --%s 2 --timeout %d --temp-path %s --verify "
+            rc, text = sh("stress-ng --%s %d --timeout %d --temp-path %s --verify "
                           "--hdd-bytes 8m --iomix-bytes 8m --fallocate-bytes 8m "
-                          "--oomable 2>&1" % (n, t, d), timeout=600)
+                          "--oomable 2>&1" % (n, 2 if self.long else 1, t, d),
+                          timeout=600)
             fails = [ln for ln in text.splitlines() if " fail:" in ln or "FAILED" in ln]
             out["stress-ng." + n] = "exit=%d%s" % (rc, " fail-lines" if fails else "")
         return out
 
     def dbench(self, d):
-        t = 60 if self.long else 5
-        rc, text = sh("dbench -D %s -t %d 4 2>&1" % (d, t), timeout=900)
+        t = 60 if self.long else 3
+        rc, text = sh("dbench -D %s -t %d %d 2>&1" % (d, t, 4 if self.long else 2),
+                      timeout=900)
         errors = [ln for ln in text.splitlines() if "ERROR" in ln]
         return {"dbench": "exit=%d%s" % (rc, " errors" if errors else "")}
 
     def fs_mark(self, d):
         n = 2000 if self.long else 200
-        # it writes fs_log.txt to the current directory (read-only here)
-        rc, text = sh("fs_mark -d %s -n %d -s 4096 -L 3 -t 2 -S 0 -k 2>&1" % (d, n),
-                      cwd=os.path.dirname(d), timeout=900)
-        return {"fs_mark": "exit=%d" % rc}
+        # fs_mark wants a directory name of less than 40 bytes: ".", from
+        # @d; its log goes next to @d
+        rc, text = sh("fs_mark -d . -l ../fs_mark.log -n %d -s 4096 -L %d -t 2 -S 0 -k 2>&1"
+                      % (n, 3 if self.long else 2), cwd=d, timeout=900)
+        errors = [ln for ln in text.splitlines() if "rror" in ln or "failed" in ln]
+        for f in os.listdir(os.path.dirname(d)):
+            if f.startswith("fs_mark.log"):
+                os.unlink(os.path.join(os.path.dirname(d), f))
+        return {"fs_mark": "exit=%d%s" % (rc, " errors" if errors else "")}
+
+    def kselftest(self, d):
+        """The kernel's own selftests under tools/testing/selftests/
+        filesystems/ that run in a directory of a local filesystem, built
+        by selftests/Makefile, pointed at @d."""
+        bin_ = os.path.join(HERE, "kselftest")
+        out = {}
+        # filesystems/fat/run_fat_tests.sh's two cases, on @d instead of
+        # a FAT image: exchange two files, in one directory and across two
+        for case, new in (("rename_exchange", "new_file"),
+                          ("rename_exchange_subdir", "subdir/new_file")):
+            c = os.path.join(d, case)
+            os.makedirs(os.path.join(c, "subdir"))
+            old, new = os.path.join(c, "old_file"), os.path.join(c, new)
+            for p, text in ((old, "old\n"), (new, "new\n")):
+                with open(p, "w") as f:
+                    f.write(text)
+            rc, _ = sh("%s/rename_exchange %s %s && sync -f %s && grep -q new %s && "
+                       "grep -q old %s" % (bin_, old, new, c, old, new))
+            out["kselftest.fat." + case] = "exit=%d" % rc
+        # filesystems/dnotify_test watches "." for good and prints a line
+        # per signal: a file created in @d every half second until one
+        # is reported (or 20 s: none is a failure)
+        log = os.path.join(os.path.dirname(d), "dnotify.log")
+        with open(log, "w") as f:
+            p = subprocess.Popen(["stdbuf", "-oL", os.path.join(bin_, "dnotify_test")],
+                                 cwd=d, stdout=f, stderr=subprocess.STDOUT)
+        events = 0
+        try:
+            for i in range(40):
+                time.sleep(0.5)
+                with open(os.path.join(d, "dn%d" % i), "w") as f:
+                    f.write("x")
+                with open(log) as f:
+                    events = sum(1 for ln in f if ln.startswith("Got event on fd="))
+                if events:
+                    break
+        finally:
+            p.terminate()
+            p.wait()
+        os.unlink(log)
+        out["kselftest.filesystems.dnotify_test"] = "events=%s" % ("yes" if events else "none")
+        return out
 
     def all(self):
-        loads = [("fio", self.fio), ("stress-ng", self.stress_ng),
-                 ("dbench", self.dbench)]
-        # fs_mark exits 1 with its usage in the guest, natively too (not
-        # on the host with the same arguments): long form only until
-        # that is understood (docs/testing.md)
-        if self.long:
-            loads.append(("fs_mark", self.fs_mark))
-        return loads
+        return [("fio", self.fio), ("stress-ng", self.stress_ng),
+                ("dbench", self.dbench), ("fs_mark", self.fs_mark),
+                ("kselftest", self.kselftest)]
 
 
 def native_ok(item, outcome):
     """A plain run's outcome that makes the comparison mean something."""
+    if item == "kselftest.filesystems.dnotify_test":
+        return outcome == "events=yes"
     if item.startswith("stress-ng."):
         # 3: no resources for it here, 4: not implemented here (a skip)
         return outcome in ("exit=0", "exit=3", "exit=4")
@@ -287,7 +335,7 @@ class FsRun:
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fs", default="ext4,xfs,btrfs,tmpfs")
-    ap.add_argument("--loads", default="", help="comma list: fio,stress-ng,dbench,fs_mark")
+    ap.add_argument("--loads", default="", help="comma list: fio,stress-ng,dbench,kselftest,fs_mark")
     ap.add_argument("--long", action="store_true", help="the long form (make soak)")
     ap.add_argument("--period", type=float, default=3.0, help="seconds between takes")
     ap.add_argument("--tool", default=os.path.join(HERE, "ovl-snapshot"))

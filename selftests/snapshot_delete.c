@@ -146,7 +146,7 @@ FIXTURE_SETUP(del)
 	   "echo 'deep 1' >d/e/deep && echo 'deep2 1' >d/e/deep2 && "
 	   "echo xattr >x && setfattr -n user.k -v 1 x && ln -s f l && "
 	   "echo 'hard 1' >hl1 && ln hl1 d/hl2 && "
-	   "truncate -s 8M s && printf mid | dd of=s bs=1 seek=4M conv=notrunc 2>/dev/null && "
+	   "truncate -s 1M s && printf mid | dd of=s bs=1 seek=512K conv=notrunc 2>/dev/null && "
 	   "mkdir -p t/a/b/c && touch t/a/b/c/1 t/a/b/c/2 t/a/b/3 && "
 	   "echo p >p && echo q >q");
 }
@@ -177,7 +177,7 @@ TEST_F(del, chain)
 
 	SH("echo 'deep 3' >d2/e/deep && echo new >d2/new && mv n1 d2/n1moved && "
 	   "echo 'hard 3' >>d2/hl2 && "
-	   "truncate -s 16M s && printf end | dd of=s bs=1 seek=12M conv=notrunc 2>/dev/null");
+	   "truncate -s 2M s && printf end | dd of=s bs=1 seek=1536K conv=notrunc 2>/dev/null");
 	ASSERT_EQ(0, take(self));
 
 	SH("mv d2/e e2 && echo 'deep 4' >e2/deep && echo 'g 4' >g && "

@@ -158,7 +158,7 @@ FIXTURE_SETUP(older)
 	   "echo 'deep 1' >d/e/deep && echo 'deep2 1' >d/e/deep2 && "
 	   "echo xattr >x && setfattr -n user.k -v 1 x && ln -s f l && "
 	   "echo 'hard 1' >hl1 && ln hl1 d/hl2 && "
-	   "truncate -s 8M s && printf mid | dd of=s bs=1 seek=4M conv=notrunc 2>/dev/null && "
+	   "truncate -s 1M s && printf mid | dd of=s bs=1 seek=512K conv=notrunc 2>/dev/null && "
 	   "mkdir -p t/a/b/c && touch t/a/b/c/1 t/a/b/c/2 t/a/b/3 && "
 	   "echo p >p && echo q >q");
 }
@@ -190,7 +190,7 @@ TEST_F(older, chain)
 	ASSERT_EQ(0, take(self));
 
 	SH("echo 'deep 3' >d2/e/deep && echo new >d2/new && mv n1 d2/n1moved && "
-	   "truncate -s 16M s && printf end | dd of=s bs=1 seek=12M conv=notrunc 2>/dev/null");
+	   "truncate -s 2M s && printf end | dd of=s bs=1 seek=1536K conv=notrunc 2>/dev/null");
 	ASSERT_EQ(0, take(self));
 
 	SH("mv d2/e e2 && echo 'deep 4' >e2/deep && echo 'g 4' >g && "
@@ -245,7 +245,7 @@ TEST_F(older, warm)
 	SH("echo 'g 2' >g && echo 'deep 2' >d/e/deep && mv d/e d/e2 && "
 	   "echo new >d/e2/new && chmod 0600 x && setfattr -n user.k -v 2 x && "
 	   "rm p && mv q q2 && echo 'hard 2' >>hl1 && mkdir newdir && "
-	   "echo n >newdir/n && truncate -s 1M s");
+	   "echo n >newdir/n && truncate -s 256K s");
 	EXPECT_STREQ("", snap_diff(self->diff, self->view, R(self, 1)))
 		TH_LOG("warm, after the changes");
 	ASSERT_EQ(18, read_all(snap_path(self->view, "g"), &data));
@@ -287,7 +287,7 @@ TEST_F(older, open_across)
 
 	SH("echo 'g changed after the view was opened' >g && chmod 0600 g && "
 	   "setfattr -n user.k -v 2 x && "
-	   "printf NEW | dd of=s bs=1 seek=4M conv=notrunc 2>/dev/null");
+	   "printf NEW | dd of=s bs=1 seek=512K conv=notrunc 2>/dev/null");
 
 	/* the reference of snapshot 1 */
 	ref_fd = open(snap_path(R(self, 1), "g"), O_RDONLY);
@@ -300,7 +300,7 @@ TEST_F(older, open_across)
 			       sizeof(ref_k)));
 	ref_fd = open(snap_path(R(self, 1), "s"), O_RDONLY);
 	ASSERT_LE(0, ref_fd);
-	ASSERT_EQ(3, pread(ref_fd, ref_s, 3, 4 << 20));
+	ASSERT_EQ(3, pread(ref_fd, ref_s, 3, 512 << 10));
 	close(ref_fd);
 
 	/* read on from the same fd, then from the start */
@@ -326,12 +326,12 @@ TEST_F(older, open_across)
 	close(fd_s);
 	fd_s = open(snap_path(self->view, "s"), O_RDONLY);
 	ASSERT_LE(0, fd_s);
-	map = mmap(NULL, 8 << 20, PROT_READ, MAP_SHARED, fd_s, 0);
+	map = mmap(NULL, 1 << 20, PROT_READ, MAP_SHARED, fd_s, 0);
 	EXPECT_NE(MAP_FAILED, map);
 	if (map != MAP_FAILED) {
-		EXPECT_EQ(0, memcmp(map + (4 << 20), ref_s, 3))
+		EXPECT_EQ(0, memcmp(map + (512 << 10), ref_s, 3))
 			TH_LOG("mapping of a file opened after the change");
-		munmap(map, 8 << 20);
+		munmap(map, 1 << 20);
 	}
 	close(fd_g);
 	close(fd_x);

@@ -311,6 +311,80 @@ TEST_F(take, hard_link_removed_name)
 	CHECK_ACTIVE(2);
 }
 
+/*
+ * Many files of one directory changed at once after a take: each change
+ * copies its file up into the same upper directory, and each copy-up
+ * restores that directory's times after linking into it.  Times saved
+ * before the copy-up started could be those left by a concurrent one
+ * between its link and its restore: the snapshot's directory then showed
+ * the mtime of a copy-up, after its moment.
+ */
+#define PTIMES_FILES	96
+#define PTIMES_THREADS	4
+#define PTIMES_ROUNDS	5
+
+struct ptimes_worker {
+	const char *dir;
+	int first, err;
+};
+
+static void *ptimes_fn(void *arg)
+{
+	struct ptimes_worker *w = arg;
+	char p[PATH_MAX];
+
+	for (int i = w->first; i < PTIMES_FILES; i += PTIMES_THREADS) {
+		int fd;
+
+		snprintf(p, sizeof(p), "%s/f%03d", w->dir, i);
+		fd = open(p, O_WRONLY);
+		if (fd < 0 || pwrite(fd, "after", 5, 0) != 5)
+			w->err = errno ?: EIO;
+		if (fd >= 0)
+			close(fd);
+	}
+	return NULL;
+}
+
+TEST_F(take, parent_times_concurrent)
+{
+	const struct timespec moment[2] = {
+		{ .tv_sec = 1000000000, .tv_nsec = 123456789 },
+		{ .tv_sec = 1000000000, .tv_nsec = 987654321 },
+	};
+	struct ptimes_worker w[PTIMES_THREADS];
+	pthread_t th[PTIMES_THREADS];
+	char dir[PATH_MAX];
+	struct stat st;
+
+	for (int round = 0; round < PTIMES_ROUNDS; round++) {
+		snprintf(dir, sizeof(dir), "%s/par%d", self->live, round);
+		ASSERT_EQ(0, mkdir(dir, 0755));
+		for (int i = 0; i < PTIMES_FILES; i++)
+			ASSERT_EQ(0, scratch_write(snap_pathf("%s/f%03d", dir, i),
+						   "before", O_EXCL));
+		ASSERT_EQ(0, utimensat(AT_FDCWD, dir, moment, 0));
+		ASSERT_EQ(0, take(self, round + 2));
+
+		for (int t = 0; t < PTIMES_THREADS; t++) {
+			w[t] = (struct ptimes_worker){ .dir = dir, .first = t };
+			ASSERT_EQ(0, pthread_create(&th[t], NULL, ptimes_fn, &w[t]));
+		}
+		for (int t = 0; t < PTIMES_THREADS; t++) {
+			pthread_join(th[t], NULL);
+			EXPECT_EQ(0, w[t].err) TH_LOG("writer %d: %s", t, strerror(w[t].err));
+		}
+		/* the snapshot's directory: its moment's times, not a copy-up's */
+		ASSERT_EQ(0, lstat(snap_pathf("%s/par%d", M(self, round + 2), round), &st));
+		EXPECT_EQ(moment[1].tv_sec, st.st_mtim.tv_sec);
+		EXPECT_EQ(moment[1].tv_nsec, st.st_mtim.tv_nsec)
+			TH_LOG("round %d: snapshot's par%d has mtime %ld.%09ld, its moment had %ld.%09ld",
+			       round, round, st.st_mtim.tv_sec, st.st_mtim.tv_nsec,
+			       moment[1].tv_sec, moment[1].tv_nsec);
+	}
+	CHECK_ACTIVE(PTIMES_ROUNDS + 1);
+}
+
 /* Bad takeovers: nothing changes, the active snapshot stays active */
 TEST_F(take, errors)
 {
