@@ -14,7 +14,6 @@
 #include <linux/aio_abi.h>
 #include <linux/fs.h>
 #include <linux/falloc.h>
-#include <linux/io_uring.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/sendfile.h>
@@ -26,6 +25,7 @@
 #include <sys/xattr.h>
 
 #include "scratch.h"
+#include "uring.h"
 #include "harness.h"
 
 #define CTL "/sys/kernel/debug/fs_premod_test/"
@@ -573,62 +573,19 @@ TEST_F(premod, mmap_kernel_store)
 	EXPECT_STREQ("abcd456789", buf);
 }
 
-/* One IORING_OP_WRITE through a raw ring: 0 or -errno */
+/* One IORING_OP_WRITE: 0 or -errno */
 static int uring_pwrite(int fd, const void *buf, unsigned int len, __u64 off)
 {
-	struct io_uring_params p = { 0 };
-	struct io_uring_sqe *sqes;
-	struct io_uring_cqe *cqe;
-	unsigned int *sq_tail, *sq_array, *cq_head, *cq_tail;
-	size_t sq_len, cq_len;
-	void *sq, *cq;
-	int ring, ret;
+	struct io_uring_sqe sqe = {
+		.opcode = IORING_OP_WRITE,
+		.fd = fd,
+		.addr = (unsigned long)buf,
+		.len = len,
+		.off = off,
+	};
+	int ret = uring_op(&sqe);
 
-	ring = syscall(__NR_io_uring_setup, 1, &p);
-	if (ring < 0)
-		return -errno;
-	sq_len = p.sq_off.array + p.sq_entries * sizeof(unsigned int);
-	cq_len = p.cq_off.cqes + p.cq_entries * sizeof(struct io_uring_cqe);
-	sq = mmap(NULL, sq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		  ring, IORING_OFF_SQ_RING);
-	cq = mmap(NULL, cq_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-		  ring, IORING_OFF_CQ_RING);
-	sqes = mmap(NULL, p.sq_entries * sizeof(*sqes), PROT_READ | PROT_WRITE,
-		    MAP_SHARED | MAP_POPULATE, ring, IORING_OFF_SQES);
-	if (sq == MAP_FAILED || cq == MAP_FAILED || sqes == MAP_FAILED) {
-		close(ring);
-		return -ENOMEM;
-	}
-	sq_tail = (unsigned int *)((char *)sq + p.sq_off.tail);
-	sq_array = (unsigned int *)((char *)sq + p.sq_off.array);
-	cq_head = (unsigned int *)((char *)cq + p.cq_off.head);
-	cq_tail = (unsigned int *)((char *)cq + p.cq_off.tail);
-
-	memset(&sqes[0], 0, sizeof(sqes[0]));
-	sqes[0].opcode = IORING_OP_WRITE;
-	sqes[0].fd = fd;
-	sqes[0].addr = (unsigned long)buf;
-	sqes[0].len = len;
-	sqes[0].off = off;
-	sq_array[*sq_tail & (p.sq_entries - 1)] = 0;
-	__atomic_store_n(sq_tail, *sq_tail + 1, __ATOMIC_RELEASE);
-	ret = syscall(__NR_io_uring_enter, ring, 1, 1, IORING_ENTER_GETEVENTS,
-		      NULL, 0);
-	if (ret < 0) {
-		ret = -errno;
-	} else if (__atomic_load_n(cq_tail, __ATOMIC_ACQUIRE) == *cq_head) {
-		ret = -EIO;
-	} else {
-		cqe = (struct io_uring_cqe *)((char *)cq + p.cq_off.cqes) +
-		      (*cq_head & (p.cq_entries - 1));
-		ret = cqe->res == (int)len ? 0 : (cqe->res < 0 ? cqe->res : -EIO);
-		__atomic_store_n(cq_head, *cq_head + 1, __ATOMIC_RELEASE);
-	}
-	munmap(sqes, p.sq_entries * sizeof(*sqes));
-	munmap(cq, cq_len);
-	munmap(sq, sq_len);
-	close(ring);
-	return ret;
+	return ret == (int)len ? 0 : (ret < 0 ? ret : -EIO);
 }
 
 /* One IOCB_CMD_PWRITE through Linux AIO with RWF_* flags: 0 or -errno */
@@ -774,6 +731,36 @@ TEST_F(premod, xattrs_acls)
 	ASSERT_EQ(0, scratch_sh("setfacl -x u:1234 %s", self->f));
 	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=system.posix_acl_access\n", i),
 		     events(self));
+}
+
+/* io_uring's own xattr path (io-wq), as setxattr(2) and fsetxattr(2) */
+TEST_F(premod, io_uring_setxattr)
+{
+	unsigned long i = ino(self->f);
+	char e[1024], buf[8];
+	int fd, ret;
+
+	ret = uring_setxattr(self->f, -1, "user.u", "1");
+	if (ret == -EINVAL || ret == -EOPNOTSUPP)
+		SKIP(return, "IORING_OP_SETXATTR not supported: %s", strerror(-ret));
+	ASSERT_EQ(0, ret);
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=user.u\n", i),
+		     events(self));
+	fd = open(self->f, O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, uring_setxattr(NULL, fd, "user.v", "2"));
+	EXPECT_STREQ(expect(e, "setxattr f ino=%lu xattr=user.v\n", i),
+		     events(self));
+
+	/* a consumer error fails the request and changes nothing */
+	ASSERT_EQ(0, ctl("fail", "setxattr %d", ERR_CONSUMER));
+	EXPECT_EQ(-ERR_CONSUMER, uring_setxattr(self->f, -1, "user.w", "3"));
+	EXPECT_EQ(-ERR_CONSUMER, uring_setxattr(NULL, fd, "user.v", "4"));
+	EXPECT_EQ(-1, getxattr(self->f, "user.w", buf, sizeof(buf)));
+	EXPECT_EQ(ENODATA, errno);
+	EXPECT_EQ(1, getxattr(self->f, "user.v", buf, sizeof(buf)));
+	EXPECT_EQ('2', buf[0]);
+	close(fd);
 }
 
 TEST_F(premod, fileattr)

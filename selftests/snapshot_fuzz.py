@@ -804,7 +804,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--fs", default="ext4,xfs,btrfs,tmpfs")
     ap.add_argument("--seed", type=int, default=1, help="first seed")
-    ap.add_argument("--seeds", type=int, default=1, help="seeds per filesystem")
+    ap.add_argument("--seeds", type=int, default=2, help="seeds per filesystem")
     ap.add_argument("--ops", type=int, default=300, help="operations per seed")
     ap.add_argument("--workers", type=int, default=3)
     ap.add_argument("--tool", default=os.path.join(HERE, "ovl-snapshot"))

@@ -21,6 +21,7 @@
 
 #include "scratch.h"
 #include "snaptree.h"
+#include "uring.h"
 #include "harness.h"
 
 FIXTURE(take) {
@@ -235,6 +236,34 @@ TEST_F(take, mapped_across)
 	map[1] = 'B';
 	ASSERT_EQ(0, msync(map, 4096, MS_SYNC));
 	munmap(map, 4096);
+	CHECK_ACTIVE(2);
+}
+
+/*
+ * io_uring's xattr requests (run in io-wq) after a take: by path and by
+ * fd, on a file and a directory, a value replaced and a name added.
+ */
+TEST_F(take, io_uring_setxattr)
+{
+	int fd, ret;
+
+	ASSERT_EQ(0, setxattr(L(self, "f"), "user.a", "before", 6, 0));
+	ASSERT_EQ(0, setxattr(L(self, "d"), "user.a", "before", 6, 0));
+	ASSERT_EQ(0, take(self, 2));
+
+	ret = uring_setxattr(L(self, "f"), -1, "user.a", "after");
+	if (ret == -EINVAL || ret == -EOPNOTSUPP)
+		SKIP(return, "IORING_OP_SETXATTR not supported: %s", strerror(-ret));
+	ASSERT_EQ(0, ret);
+	ASSERT_EQ(0, uring_setxattr(L(self, "g"), -1, "user.new", "after"));
+	fd = open(L(self, "d"), O_RDONLY | O_DIRECTORY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, uring_setxattr(NULL, fd, "user.a", "after"));
+	close(fd);
+	fd = open(L(self, "d/h"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, uring_setxattr(NULL, fd, "user.new", "after"));
+	close(fd);
 	CHECK_ACTIVE(2);
 }
 
