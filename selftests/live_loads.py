@@ -21,6 +21,7 @@ stress-ng's filesystem class, longer dbench and fs_mark runs.
 import argparse
 import importlib.util
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -134,7 +135,7 @@ class Loads:
         # @d; its log goes next to @d
         rc, text = sh("fs_mark -d . -l ../fs_mark.log -n %d -s 4096 -L %d -t 2 -S 0 -k 2>&1"
                       % (n, 3 if self.long else 2), cwd=d, timeout=900)
-        errors = [ln for ln in text.splitlines() if "rror" in ln or "failed" in ln]
+        errors = [ln for ln in text.splitlines() if re.search(r"error|failed", ln, re.I)]
         for f in os.listdir(os.path.dirname(d)):
             if f.startswith("fs_mark.log"):
                 os.unlink(os.path.join(os.path.dirname(d), f))

@@ -363,14 +363,19 @@ static void *ptimes_fn(void *arg)
 	char p[PATH_MAX];
 
 	for (int i = w->first; i < PTIMES_FILES; i += PTIMES_THREADS) {
+		ssize_t n;
 		int fd;
 
 		snprintf(p, sizeof(p), "%s/f%03d", w->dir, i);
 		fd = open(p, O_WRONLY);
-		if (fd < 0 || pwrite(fd, "after", 5, 0) != 5)
-			w->err = errno ?: EIO;
-		if (fd >= 0)
-			close(fd);
+		if (fd < 0) {
+			w->err = errno;
+			continue;
+		}
+		n = pwrite(fd, "after", 5, 0);
+		if (n != 5)
+			w->err = n < 0 ? errno : EIO;
+		close(fd);
 	}
 	return NULL;
 }
