@@ -78,13 +78,12 @@ class Loads:
         jobs = [("psync-rand", "ioengine=psync\nrw=randwrite\nbs=4k"),
                 ("libaio-direct", "ioengine=libaio\niodepth=8\ndirect=1\nrw=randwrite\nbs=4k"),
                 ("mmap", "ioengine=mmap\nrw=randwrite\nbs=4k"),
+                ("io_uring", "ioengine=io_uring\niodepth=8\nrw=randwrite\nbs=8k"),
                 # fio 3.33 has no trim for files but through this engine:
                 # fallocate(PUNCH_HOLE), nothing to verify
                 ("falloc-trim", "ioengine=falloc\nrw=randtrim\nbs=64k\nverify=0")]
         if self.long:
-            # io_uring under takes: open lockdep report (docs/testing.md)
-            jobs += [("io_uring", "ioengine=io_uring\niodepth=8\nrw=randwrite\nbs=8k"),
-                     ("psync-seq", "ioengine=psync\nrw=write\nbs=64k"),
+            jobs += [("psync-seq", "ioengine=psync\nrw=write\nbs=64k"),
                      ("fsync-heavy", "ioengine=psync\nrw=randwrite\nbs=4k\nfsync=4")]
         numjobs = 2 if self.long else 1
         out = {}

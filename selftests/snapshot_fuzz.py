@@ -11,6 +11,13 @@ every snapshot is mounted and compared with its manifest: right after the
 mount, warm after more live changes, after drop_caches and after a
 remount; random snapshots (oldest and middle) are deleted and the rest
 checked again, and the space of a deleted oldest one must come back.
+The method of unionmount-testsuite's snapshot mode runs beside the
+manifests: at every take a "cp -a" backup of the tree is made, and every
+snapshot, mounted again with cold caches while takes go on, must equal its
+backup by "diff -qr --no-dereference".  Views that stay mounted across a
+take must show their moment or fail loudly: every name and attribute they
+still return must be their moment's, and the only error allowed is ESTALE
+(the tool's documented limit: a take outdates mounted older snapshots).
 Any errno a native filesystem would not give for the operation (EBUSY,
 EFAULT, EIO, ESTALE, ...) is a failure too.
 
@@ -31,6 +38,7 @@ import mmap
 import os
 import shlex
 import random
+import re
 import shutil
 import stat
 import subprocess
@@ -62,6 +70,8 @@ libc.linkat.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int,
 libc.fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_longlong,
                            ctypes.c_longlong]
 AT_FDCWD, AT_SYMLINK_FOLLOW = -100, 0x400
+SAME_SPECIAL = re.compile(r"^File .* is a (character special file|block special file|fifo)"
+                          r" while file .* is a \1$")
 
 
 def sh(cmd, check=True):
@@ -542,13 +552,15 @@ class Run:
         self.live = os.path.join(self.mnt, "live")
         self.store = os.path.join(self.mnt, "store")
         self.views = os.path.join(self.mnt, "views")
+        self.backups = os.path.join(self.mnt, "backup")
         self.replay = log
         self.log = []		# [worker, op, errno or None]
         self.manifests = {}	# snapshot id -> manifest
         self.mounted = set()
         self.ctl = random.Random(seed)
         self.lock = threading.Lock()
-        self.stats = {"ops": 0, "takes": 0, "checks": 0, "deletes": 0, "failed_ops": 0}
+        self.stats = {"ops": 0, "takes": 0, "checks": 0, "deletes": 0, "failed_ops": 0,
+                      "diffs": 0, "held": 0, "stale": 0}
 
     def tool(self, *argv, check=True):
         cmd = [self.args.tool, "--store", self.store] + [str(x) for x in argv]
@@ -570,12 +582,79 @@ class Run:
 
     # Control actions: the workers are paused.
     def take(self):
-        self.umount_views()
+        held = sorted(self.mounted)
         r = self.tool("take", self.live)
         sid = int(r.stdout.split()[-1])
-        self.manifests[sid] = manifest(self.live)
+        self.record(sid)
         self.stats["takes"] += 1
         self.log.append([-1, ["take", sid], None])
+        # Views mounted before the take: their moment, or ESTALE.
+        for v in held:
+            self.read_held(v)
+        self.umount_views()
+
+    def record(self, sid):
+        """The reference of snapshot @sid: a manifest and a cp -a backup."""
+        self.manifests[sid] = manifest(self.live)
+        os.makedirs(self.backups, exist_ok=True)
+        sh("cp -a --reflink=auto %s %s/%d" % (self.live, self.backups, sid))
+
+    def read_held(self, sid):
+        """Read view @sid, mounted before a take, against its manifest.
+
+        Every directory listing and every entry it returns must be its
+        moment's; ESTALE is the only error allowed, and it is counted."""
+        ref = self.manifests[sid]["entries"]
+        kids = {}
+        for r in ref:
+            kids.setdefault(os.path.dirname(r), set()).add(os.path.basename(r))
+        root = os.path.join(self.views, str(sid))
+        self.stats["held"] += 1
+        todo = [""]
+        while todo:
+            rel = todo.pop()
+            try:
+                names = set(os.listdir(os.path.join(root, rel) if rel else root))
+            except OSError as e:
+                if e.errno != errno.ESTALE:
+                    raise Failure("snapshot %d (held across a take): listing '%s': %s"
+                                  % (sid, rel, e))
+                self.stats["stale"] += 1
+                continue
+            if names != kids.get(rel, set()):
+                raise Failure("snapshot %d (held across a take): '%s' lists %s; "
+                              "its moment had %s" % (sid, rel, sorted(names),
+                                                     sorted(kids.get(rel, set()))))
+            for name in sorted(names):
+                r = os.path.join(rel, name) if rel else name
+                p = os.path.join(root, r)
+                try:
+                    got = entry(p, os.lstat(p))
+                except OSError as e:
+                    if e.errno != errno.ESTALE:
+                        raise Failure("snapshot %d (held across a take): %s: %s"
+                                      % (sid, r, e))
+                    self.stats["stale"] += 1
+                    continue
+                if got != ref[r]:
+                    raise Failure("snapshot %d (held across a take): %s: snapshot has %s; "
+                                  "its moment had %s" % (sid, r, describe(got),
+                                                         describe(ref[r])))
+                if stat.S_ISDIR(ref[r]["mode"]):
+                    todo.append(r)
+
+    def diff_backups(self, how):
+        """unionmount-testsuite's check: each view equals its cp -a backup."""
+        for sid in sorted(self.mounted):
+            self.stats["diffs"] += 1
+            r = sh("diff -qr --no-dereference %s/%d %s/%d" % (
+                self.backups, sid, self.views, sid), check=False)
+            # diff cannot compare two devices or two FIFOs and says so; the
+            # manifest compares their type, mode and device number.
+            out = [x for x in r.stdout.splitlines() if not SAME_SPECIAL.match(x)]
+            if r.returncode not in (0, 1) or out:
+                raise Failure("snapshot %d (%s) differs from the cp -a backup of its "
+                              "moment: %s" % (sid, how, "\n".join(out)[:2000]))
 
     def ids(self):
         return sorted(self.manifests)
@@ -624,8 +703,10 @@ class Run:
         drop_caches()
         self.check("after drop_caches")
         self.umount_views()
+        drop_caches()
         self.mount_views()
-        self.check("remounted")
+        self.check("remounted cold")
+        self.diff_backups("remounted cold")
         if not keep_mounted:
             self.umount_views()
 
@@ -655,6 +736,7 @@ class Run:
         self.tool("delete", self.live, sid)
         self.log.append([-1, ["delete", sid], None])
         del self.manifests[sid]
+        shutil.rmtree(os.path.join(self.backups, str(sid)))
         self.stats["deletes"] += 1
         if os.path.exists(os.path.join(self.store, str(sid))):
             raise Failure("delete %d left %s/%d" % (sid, self.store, sid))
@@ -703,8 +785,7 @@ class Run:
         initial_tree(self.live, random.Random(self.seed))
         self.tree = Tree(self.live)
         r = self.tool("init", self.live)
-        sid = int(r.stdout.split()[-1])
-        self.manifests[sid] = manifest(self.live)
+        self.record(int(r.stdout.split()[-1]))
         return True
 
     def teardown(self):
@@ -831,9 +912,10 @@ def main():
         why = run.go()
         name = "%s.seed%d" % (fs, seed)
         s = run.stats
-        print("# %s: %d ops (%d failed as expected), %d takes, %d checks, %d deletes, %.0f s" % (
-            name, s["ops"], s["failed_ops"], s["takes"], s["checks"], s["deletes"],
-            time.time() - t0), flush=True)
+        print("# %s: %d ops (%d failed as expected), %d takes, %d checks, %d deletes, "
+              "%d diffs with cp -a, %d views read across a take (%d ESTALE), %.0f s" % (
+                  name, s["ops"], s["failed_ops"], s["takes"], s["checks"], s["deletes"],
+                  s["diffs"], s["held"], s["stale"], time.time() - t0), flush=True)
         if why == "skip":
             skipped += 1
             print("ok %d %s # SKIP no scratch disk with serial '%s'" % (n, name, fs))

@@ -13,11 +13,17 @@
  * takeover; bad takeovers fail with the documented errno.
  */
 #define _GNU_SOURCE
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <sys/fanotify.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 
 #include "scratch.h"
 #include "snaptree.h"
@@ -570,6 +576,306 @@ TEST_F(take, barrier)
 	EXPECT_LT(0, copies);
 	bad = uniform(L(self, "w"), &size);
 	EXPECT_EQ(0, bad) TH_LOG("the live file itself is torn");
+}
+
+/*
+ * The take barrier and tasks that wait for another task.  A take waits
+ * only for modifications in progress, never for a task that waits for
+ * something else before its change: data in an empty pipe, a lease
+ * holder, a fanotify permission listener.  The blocked task's change,
+ * made after the take, must then not reach the new snapshot.
+ *
+ * BLOCK_WAIT: how long a take may take here before it is called stuck.
+ * A take is a mount; under TCG with a debug kernel it takes seconds.
+ */
+#define BLOCK_WAIT 120
+
+/* The state letter of task @pid in /proc/PID/stat, or 0 */
+static char task_state(pid_t pid)
+{
+	char p[64], buf[512], *c;
+	FILE *f;
+	size_t n;
+
+	snprintf(p, sizeof(p), "/proc/%d/stat", pid);
+	f = fopen(p, "re");
+	if (!f)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	c = strrchr(buf, ')');
+	return c && c[1] == ' ' ? c[2] : 0;
+}
+
+/*
+ * Wait until task @pid sleeps in system call @nr (S, or D for a killable
+ * wait such as fanotify's); 0 or -ETIMEDOUT
+ */
+static int wait_in_syscall(pid_t pid, long nr)
+{
+	char p[64], buf[256];
+
+	snprintf(p, sizeof(p), "/proc/%d/syscall", pid);
+	for (int i = 0; i < BLOCK_WAIT * 20; i++) {
+		FILE *f = fopen(p, "re");
+		long cur = -1;
+		char st;
+
+		if (f) {
+			if (fgets(buf, sizeof(buf), f))
+				cur = strtol(buf, NULL, 10);
+			fclose(f);
+		}
+		st = task_state(pid);
+		if (cur == nr && (st == 'S' || st == 'D'))
+			return 0;
+		usleep(50000);
+	}
+	return -ETIMEDOUT;
+}
+
+/* The reference of the next take: the live tree is quiet until then */
+static int take_ref(struct _test_data_take *self)
+{
+	return scratch_sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref) ?
+	       -EIO : 0;
+}
+
+/*
+ * Start taking snapshot @id in a child (the mount may block), after
+ * take_ref().
+ */
+static pid_t take_start(struct _test_data_take *self, int id)
+{
+	pid_t pid;
+
+	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
+	    mkdir(S(self, id, "work"), 0755) ||
+	    (mkdir(M(self, id), 0755) && errno != EEXIST))
+		return -errno;
+	pid = fork();
+	if (pid == 0)
+		_exit(arm(self, id, self->active) ? 1 : 0);
+	return pid;
+}
+
+/*
+ * Wait up to BLOCK_WAIT seconds for the take started by take_start().
+ * 1: done, 0: still waiting (the caller unblocks the other task and calls
+ * take_finish()), < 0: it failed.
+ */
+static int take_poll(pid_t pid)
+{
+	int status;
+
+	for (int i = 0; i < BLOCK_WAIT * 20; i++) {
+		pid_t r = waitpid(pid, &status, WNOHANG);
+
+		if (r == pid)
+			return WIFEXITED(status) && !WEXITSTATUS(status) ? 1 : -EIO;
+		if (r < 0)
+			return -errno;
+		usleep(50000);
+	}
+	return 0;
+}
+
+/* The take in @pid is over (it was 1 from take_poll()): snapshot @id is active */
+static int take_finish(struct _test_data_take *self, int id, pid_t pid, int polled)
+{
+	int status;
+
+	if (!polled) {
+		if (waitpid(pid, &status, 0) != pid)
+			return -errno;
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
+			return -EIO;
+	} else if (polled < 0) {
+		return polled;
+	}
+	if (umount2(M(self, self->active), 0))
+		return -errno;
+	self->active = id;
+	return 0;
+}
+
+/* Exit status of child @pid: 0 when its operation did what it should */
+static int child_status(pid_t pid)
+{
+	int status;
+
+	if (waitpid(pid, &status, 0) != pid)
+		return -errno;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+/* A splice from an empty pipe into a live file, written after the take */
+TEST_F(take, splice_empty_pipe)
+{
+	static const char data[] = "spliced data";
+	pid_t child, taker;
+	int p[2], polled;
+
+	ASSERT_EQ(0, pipe(p));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		loff_t off = 0;
+		int fd = open(L(self, "f"), O_WRONLY);
+
+		close(p[1]);
+		_exit(fd < 0 || splice(p[0], NULL, fd, &off, sizeof(data) - 1, 0) !=
+		      (ssize_t)sizeof(data) - 1);
+	}
+	ASSERT_EQ(0, wait_in_syscall(child, SYS_splice));
+
+	ASSERT_EQ(0, take_ref(self));
+	taker = take_start(self, 2);
+	ASSERT_LE(0, taker);
+	polled = take_poll(taker);
+	/* unblock it in any case */
+	ASSERT_EQ((ssize_t)sizeof(data) - 1, write(p[1], data, sizeof(data) - 1));
+	close(p[1]);
+	close(p[0]);
+	EXPECT_EQ(0, child_status(child));
+	ASSERT_NE(0, polled) TH_LOG("the take waited for a splice from an empty pipe");
+	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	CHECK_ACTIVE(2);
+}
+
+/*
+ * A read lease on "g" that its holder keeps while another task truncates
+ * "g": truncate(2), or open(O_TRUNC) when @how is 1.
+ */
+static void __attribute__((noinline)) lease_case(struct __test_metadata *_metadata,
+		       struct _test_data_take *self, int how)
+{
+	char old_time[32] = "45\n";
+	pid_t child, taker;
+	int fd, polled;
+	FILE *f;
+
+	/* the break must wait for the holder, not the break timer */
+	f = fopen("/proc/sys/fs/lease-break-time", "r+e");
+	ASSERT_NE(NULL, f);
+	ASSERT_NE(NULL, fgets(old_time, sizeof(old_time), f));
+	rewind(f);
+	ASSERT_LT(0, fprintf(f, "%d\n", 4 * BLOCK_WAIT));
+	fclose(f);
+
+	signal(SIGIO, SIG_IGN);		/* the break notice */
+	fd = open(L(self, "g"), O_RDONLY);
+	ASSERT_LE(0, fd);
+	ASSERT_EQ(0, fcntl(fd, F_SETLEASE, F_RDLCK));
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		if (how == 1) {
+			int t = open(L(self, "g"), O_WRONLY | O_TRUNC);
+
+			_exit(t < 0 || write(t, "new", 3) != 3);
+		}
+		_exit(truncate(L(self, "g"), 3) != 0);
+	}
+	EXPECT_EQ(0, wait_in_syscall(child, how == 1 ? SYS_openat : SYS_truncate));
+
+	ASSERT_EQ(0, take_ref(self));
+	taker = take_start(self, 2);
+	ASSERT_LE(0, taker);
+	polled = take_poll(taker);
+	EXPECT_EQ(0, fcntl(fd, F_SETLEASE, F_UNLCK));
+	close(fd);
+	EXPECT_EQ(0, child_status(child));
+	signal(SIGIO, SIG_DFL);
+	f = fopen("/proc/sys/fs/lease-break-time", "we");
+	if (f) {
+		fputs(old_time, f);
+		fclose(f);
+	}
+	ASSERT_NE(0, polled) TH_LOG("the take waited for a lease break");
+	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	CHECK_ACTIVE(2);
+}
+
+/*
+ * The harness's wrapper sets "child" after setjmp(); gcc 12 warns about it
+ * when it inlines a test body this short.  The wrapper never longjmp()s
+ * back with a changed value.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wclobbered"
+TEST_F(take, lease_truncate)
+{
+	lease_case(_metadata, self, 0);
+}
+
+TEST_F(take, lease_open_trunc)
+{
+	lease_case(_metadata, self, 1);
+}
+#pragma GCC diagnostic pop
+
+/* Answer every permission event on @fan with FAN_ALLOW until @pid exits */
+static int fanotify_allow_until(int fan, pid_t pid)
+{
+	char buf[4096] __attribute__((aligned(8)));
+	int status;
+
+	for (;;) {
+		struct pollfd pfd = { .fd = fan, .events = POLLIN };
+		struct fanotify_event_metadata *ev;
+		ssize_t len;
+
+		if (waitpid(pid, &status, WNOHANG) == pid)
+			return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+		if (poll(&pfd, 1, 50) <= 0)
+			continue;
+		len = read(fan, buf, sizeof(buf));
+		if (len <= 0)
+			return -errno;
+		for (ev = (void *)buf; FAN_EVENT_OK(ev, len); ev = FAN_EVENT_NEXT(ev, len)) {
+			struct fanotify_response r = { .fd = ev->fd, .response = FAN_ALLOW };
+
+			if (write(fan, &r, sizeof(r)) != sizeof(r))
+				return -errno;
+			close(ev->fd);
+		}
+	}
+}
+
+/* A fanotify permission listener that delays an open(O_TRUNC) of "g" */
+TEST_F(take, fanotify_open_trunc)
+{
+	pid_t child, taker;
+	int fan, polled;
+
+	/* before the mark: cp -a would wait for this very listener */
+	ASSERT_EQ(0, take_ref(self));
+	fan = fanotify_init(FAN_CLASS_CONTENT | FAN_CLOEXEC, O_RDONLY);
+	if (fan < 0 && (errno == ENOSYS || errno == EINVAL))
+		SKIP(return, "fanotify permission events not supported: %s", strerror(errno));
+	ASSERT_LE(0, fan);
+	ASSERT_EQ(0, fanotify_mark(fan, FAN_MARK_ADD, FAN_OPEN_PERM, AT_FDCWD, L(self, "g")));
+
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		int t = open(L(self, "g"), O_WRONLY | O_TRUNC);
+
+		_exit(t < 0 || write(t, "new", 3) != 3);
+	}
+	EXPECT_EQ(0, wait_in_syscall(child, SYS_openat));
+
+	taker = take_start(self, 2);
+	ASSERT_LE(0, taker);
+	polled = take_poll(taker);
+	EXPECT_EQ(0, fanotify_allow_until(fan, child));
+	close(fan);
+	ASSERT_NE(0, polled) TH_LOG("the take waited for a fanotify permission listener");
+	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	CHECK_ACTIVE(2);
 }
 
 TEST_HARNESS_MAIN
