@@ -153,9 +153,32 @@ FIXTURE_SETUP(take)
 	ASSERT_EQ(0, ret) TH_LOG("snapshot 1: %s", strerror(-ret));
 }
 
+/*
+ * What a barrier test below left waiting, for the teardown to release when
+ * the test failed before it did: a child blocked before its change, the
+ * child taking a snapshot behind it, the lease break time it set.
+ */
+static pid_t blocked_child = -1, blocked_taker = -1;
+static char saved_lease_time[32];
+
 FIXTURE_TEARDOWN(take)
 {
 	char p[PATH_MAX];
+
+	if (blocked_child > 0) {
+		kill(blocked_child, SIGKILL);
+		waitpid(blocked_child, NULL, 0);
+	}
+	if (blocked_taker > 0)
+		waitpid(blocked_taker, NULL, 0);
+	if (saved_lease_time[0]) {
+		FILE *f = fopen("/proc/sys/fs/lease-break-time", "we");
+
+		if (f) {
+			fputs(saved_lease_time, f);
+			fclose(f);
+		}
+	}
 
 	for (int id = 1; id <= 64; id++) {
 		snprintf(p, sizeof(p), "%s%d", self->snap, id);
@@ -610,11 +633,13 @@ static char task_state(pid_t pid)
 
 /*
  * Wait until task @pid sleeps in system call @nr (S, or D for a killable
- * wait such as fanotify's); 0 or -ETIMEDOUT
+ * wait such as fanotify's), seen so in 5 samples in a row over 200 ms:
+ * not a short sleep on the way; 0 or -ETIMEDOUT
  */
 static int wait_in_syscall(pid_t pid, long nr)
 {
 	char p[64], buf[256];
+	int seen = 0;
 
 	snprintf(p, sizeof(p), "/proc/%d/syscall", pid);
 	for (int i = 0; i < BLOCK_WAIT * 20; i++) {
@@ -628,7 +653,8 @@ static int wait_in_syscall(pid_t pid, long nr)
 			fclose(f);
 		}
 		st = task_state(pid);
-		if (cur == nr && (st == 'S' || st == 'D'))
+		seen = cur == nr && (st == 'S' || st == 'D') ? seen + 1 : 0;
+		if (seen == 5)
 			return 0;
 		usleep(50000);
 	}
@@ -657,6 +683,7 @@ static pid_t take_start(struct _test_data_take *self, int id)
 	pid = fork();
 	if (pid == 0)
 		_exit(arm(self, id, self->active) ? 1 : 0);
+	blocked_taker = pid;
 	return pid;
 }
 
@@ -681,7 +708,10 @@ static int take_poll(pid_t pid)
 	return 0;
 }
 
-/* The take in @pid is over (it was 1 from take_poll()): snapshot @id is active */
+/*
+ * After take_poll() gave @polled: wait for the take in @pid if it was
+ * still waiting, then snapshot @id is the active one.
+ */
 static int take_finish(struct _test_data_take *self, int id, pid_t pid, int polled)
 {
 	int status;
@@ -689,10 +719,13 @@ static int take_finish(struct _test_data_take *self, int id, pid_t pid, int poll
 	if (!polled) {
 		if (waitpid(pid, &status, 0) != pid)
 			return -errno;
+		blocked_taker = -1;
 		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			return -EIO;
-	} else if (polled < 0) {
-		return polled;
+	} else {
+		blocked_taker = -1;
+		if (polled < 0)
+			return polled;
 	}
 	if (umount2(M(self, self->active), 0))
 		return -errno;
@@ -707,6 +740,7 @@ static int child_status(pid_t pid)
 
 	if (waitpid(pid, &status, 0) != pid)
 		return -errno;
+	blocked_child = -1;
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
@@ -715,7 +749,7 @@ TEST_F(take, splice_empty_pipe)
 {
 	static const char data[] = "spliced data";
 	pid_t child, taker;
-	int p[2], polled;
+	int p[2], polled, ret;
 
 	ASSERT_EQ(0, pipe(p));
 	child = fork();
@@ -728,6 +762,7 @@ TEST_F(take, splice_empty_pipe)
 		_exit(fd < 0 || splice(p[0], NULL, fd, &off, sizeof(data) - 1, 0) !=
 		      (ssize_t)sizeof(data) - 1);
 	}
+	blocked_child = child;
 	ASSERT_EQ(0, wait_in_syscall(child, SYS_splice));
 
 	ASSERT_EQ(0, take_ref(self));
@@ -739,8 +774,9 @@ TEST_F(take, splice_empty_pipe)
 	close(p[1]);
 	close(p[0]);
 	EXPECT_EQ(0, child_status(child));
+	ret = take_finish(self, 2, taker, polled);
 	ASSERT_NE(0, polled) TH_LOG("the take waited for a splice from an empty pipe");
-	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	ASSERT_EQ(0, ret);
 	CHECK_ACTIVE(2);
 }
 
@@ -749,20 +785,19 @@ TEST_F(take, splice_empty_pipe)
  * "g": truncate(2), or open(O_TRUNC) when @how is 1.
  */
 static void __attribute__((noinline)) lease_case(struct __test_metadata *_metadata,
-		       struct _test_data_take *self, int how)
+						   struct _test_data_take *self, int how)
 {
-	char old_time[32] = "45\n";
 	pid_t child, taker;
-	int fd, polled;
+	int fd, polled, ret;
 	FILE *f;
 
 	/* the break must wait for the holder, not the break timer */
 	f = fopen("/proc/sys/fs/lease-break-time", "r+e");
 	ASSERT_NE(NULL, f);
-	ASSERT_NE(NULL, fgets(old_time, sizeof(old_time), f));
+	ASSERT_NE(NULL, fgets(saved_lease_time, sizeof(saved_lease_time), f));
 	rewind(f);
 	ASSERT_LT(0, fprintf(f, "%d\n", 4 * BLOCK_WAIT));
-	fclose(f);
+	ASSERT_EQ(0, fclose(f));
 
 	signal(SIGIO, SIG_IGN);		/* the break notice */
 	fd = open(L(self, "g"), O_RDONLY);
@@ -779,7 +814,8 @@ static void __attribute__((noinline)) lease_case(struct __test_metadata *_metada
 		}
 		_exit(truncate(L(self, "g"), 3) != 0);
 	}
-	EXPECT_EQ(0, wait_in_syscall(child, how == 1 ? SYS_openat : SYS_truncate));
+	blocked_child = child;
+	ASSERT_EQ(0, wait_in_syscall(child, how == 1 ? SYS_openat : SYS_truncate));
 
 	ASSERT_EQ(0, take_ref(self));
 	taker = take_start(self, 2);
@@ -788,14 +824,9 @@ static void __attribute__((noinline)) lease_case(struct __test_metadata *_metada
 	EXPECT_EQ(0, fcntl(fd, F_SETLEASE, F_UNLCK));
 	close(fd);
 	EXPECT_EQ(0, child_status(child));
-	signal(SIGIO, SIG_DFL);
-	f = fopen("/proc/sys/fs/lease-break-time", "we");
-	if (f) {
-		fputs(old_time, f);
-		fclose(f);
-	}
+	ret = take_finish(self, 2, taker, polled);
 	ASSERT_NE(0, polled) TH_LOG("the take waited for a lease break");
-	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	ASSERT_EQ(0, ret);
 	CHECK_ACTIVE(2);
 }
 
@@ -849,7 +880,7 @@ static int fanotify_allow_until(int fan, pid_t pid)
 TEST_F(take, fanotify_open_trunc)
 {
 	pid_t child, taker;
-	int fan, polled;
+	int fan, polled, ret;
 
 	/* before the mark: cp -a would wait for this very listener */
 	ASSERT_EQ(0, take_ref(self));
@@ -866,15 +897,18 @@ TEST_F(take, fanotify_open_trunc)
 
 		_exit(t < 0 || write(t, "new", 3) != 3);
 	}
-	EXPECT_EQ(0, wait_in_syscall(child, SYS_openat));
+	blocked_child = child;
+	ASSERT_EQ(0, wait_in_syscall(child, SYS_openat));
 
 	taker = take_start(self, 2);
 	ASSERT_LE(0, taker);
 	polled = take_poll(taker);
 	EXPECT_EQ(0, fanotify_allow_until(fan, child));
+	blocked_child = -1;
 	close(fan);
+	ret = take_finish(self, 2, taker, polled);
 	ASSERT_NE(0, polled) TH_LOG("the take waited for a fanotify permission listener");
-	ASSERT_EQ(0, take_finish(self, 2, taker, polled));
+	ASSERT_EQ(0, ret);
 	CHECK_ACTIVE(2);
 }
 
