@@ -616,10 +616,7 @@ class Run:
             try:
                 names = set(os.listdir(os.path.join(root, rel) if rel else root))
             except OSError as e:
-                if e.errno != errno.ESTALE:
-                    raise Failure("snapshot %d (held across a take): listing '%s': %s"
-                                  % (sid, rel, e))
-                self.stats["stale"] += 1
+                self.held_error(sid, "listing '%s'" % rel, e)
                 continue
             if names != kids.get(rel, set()):
                 raise Failure("snapshot %d (held across a take): '%s' lists %s; "
@@ -631,10 +628,7 @@ class Run:
                 try:
                     got = entry(p, os.lstat(p))
                 except OSError as e:
-                    if e.errno != errno.ESTALE:
-                        raise Failure("snapshot %d (held across a take): %s: %s"
-                                      % (sid, r, e))
-                    self.stats["stale"] += 1
+                    self.held_error(sid, r, e)
                     continue
                 if got != ref[r]:
                     raise Failure("snapshot %d (held across a take): %s: snapshot has %s; "
@@ -642,6 +636,12 @@ class Run:
                                                          describe(ref[r])))
                 if stat.S_ISDIR(ref[r]["mode"]):
                     todo.append(r)
+
+    def held_error(self, sid, what, e):
+        """ESTALE from a view held across a take is counted; anything else fails."""
+        if e.errno != errno.ESTALE:
+            raise Failure("snapshot %d (held across a take): %s: %s" % (sid, what, e))
+        self.stats["stale"] += 1
 
     def diff_backups(self, how):
         """unionmount-testsuite's check: each view equals its cp -a backup."""
