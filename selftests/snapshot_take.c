@@ -85,17 +85,33 @@ static int arm(struct _test_data_take *self, int id, int prev_id)
  * of this moment (nothing changes the live tree in between), the takeover,
  * and the unmount of the previous overlay, as ovl-snapshot take does.
  */
+/* Snapshot @id's store directories and mount point */
+static int take_dirs(struct _test_data_take *self, int id)
+{
+	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
+	    mkdir(S(self, id, "work"), 0755) ||
+	    (mkdir(M(self, id), 0755) && errno != EEXIST))
+		return -errno;
+	return 0;
+}
+
+/* The reference of the next take: the live tree is quiet until then */
+static int take_ref(struct _test_data_take *self)
+{
+	return scratch_sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref) ?
+	       -EIO : 0;
+}
+
 static int take_keep(struct _test_data_take *self, int id, bool keep,
 		     bool ref)
 {
 	int ret;
 
-	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
-	    mkdir(S(self, id, "work"), 0755) ||
-	    (mkdir(M(self, id), 0755) && errno != EEXIST))
-		return -errno;
-	if (ref && scratch_sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref))
-		return -EIO;
+	ret = take_dirs(self, id);
+	if (!ret && ref)
+		ret = take_ref(self);
+	if (ret)
+		return ret;
 	ret = arm(self, id, self->active);
 	if (ret)
 		return ret;
@@ -661,25 +677,17 @@ static int wait_in_syscall(pid_t pid, long nr)
 	return -ETIMEDOUT;
 }
 
-/* The reference of the next take: the live tree is quiet until then */
-static int take_ref(struct _test_data_take *self)
-{
-	return scratch_sh("rm -rf %s && cp -a %s %s", self->ref, self->live, self->ref) ?
-	       -EIO : 0;
-}
-
 /*
  * Start taking snapshot @id in a child (the mount may block), after
  * take_ref().
  */
 static pid_t take_start(struct _test_data_take *self, int id)
 {
+	int ret = take_dirs(self, id);
 	pid_t pid;
 
-	if (mkdir(S(self, id, ""), 0700) || mkdir(S(self, id, "upper"), 0755) ||
-	    mkdir(S(self, id, "work"), 0755) ||
-	    (mkdir(M(self, id), 0755) && errno != EEXIST))
-		return -errno;
+	if (ret)
+		return ret;
 	pid = fork();
 	if (pid == 0)
 		_exit(arm(self, id, self->active) ? 1 : 0);
