@@ -21,8 +21,9 @@ RESULT = re.compile(r'^(not ok|ok) (\d+) (.*?)(?: # (SKIP|skip|TODO|exit=\d+)\b 
 PLAN = re.compile(r'^1\.\.(\d+)')
 # The harness's own lines around a subtest, not what the subtest said.
 HARNESS_NOISE = re.compile(r'^(# +(RUN|OK|FAIL|SKIP) |TAP version|# Starting |# time: )')
-# guest-selftests.sh's line after each binary: "# NAME: SECONDSs"
-BINARY_TIME = re.compile(r'^([\w.-]+): (\d+)s$')
+# guest-selftests.sh's line after each binary: "# NAME: SECONDSs" (NAME
+# may carry its stream's filesystems: "snapshot_take[btrfs,tmpfs]")
+BINARY_TIME = re.compile(r'^(\S+): (\d+)s$')
 # How many lines of a failed subtest's output the summary repeats, so
 # that the end of a long log says why it failed.
 DIAG_LINES = 8
@@ -62,7 +63,9 @@ class Binary:
         return len(self.passed), failed, self.skipped
 
 
-def parse_output(lines):
+def parse_output(lines, plan=None):
+    """The binaries of the document; @plan, when a list, gets the top
+    level's announced count."""
     binaries = []
     cur = None
     for raw in lines:
@@ -100,6 +103,10 @@ def parse_output(lines):
         m = RESULT.match(line)
         if m and cur is not None:
             cur.top = (m.group(1), m.group(4))
+            continue
+        m = PLAN.match(line)
+        if m and plan is not None and not plan:
+            plan.append(int(m.group(1)))
     return binaries
 
 
@@ -108,7 +115,8 @@ def scan_console(lines):
 
 
 def summarise(output_lines, console_lines, allow_skip=False, out=sys.stdout):
-    binaries = parse_output(output_lines)
+    plan = []
+    binaries = parse_output(output_lines, plan)
     bad_console = scan_console(console_lines)
     tp = tf = ts = 0
     for b in binaries:
@@ -125,6 +133,11 @@ def summarise(output_lines, console_lines, allow_skip=False, out=sys.stdout):
             print('  SKIP %s' % name, file=out)
     if not binaries:
         print('no selftest results at all', file=out)
+        tf += 1
+    elif plan and len(binaries) < plan[0]:
+        print('%d of %d test binaries never reported (the run stopped; see the '
+              'stream-*.log files next to the output)' % (plan[0] - len(binaries), plan[0]),
+              file=out)
         tf += 1
     if bad_console:
         print('console: %d suspicious kernel lines:' % len(bad_console), file=out)

@@ -94,6 +94,20 @@ class TestSummary(unittest.TestCase):
         self.assertEqual(1, rc)
         self.assertIn('the run stopped inside this test', text)
 
+    def test_stream_names(self):
+        """a binary run in a stream: NAME[FS,FS], its time line too"""
+        out = (PASS.replace('smoke', 'smoke[btrfs,tmpfs]')
+               .replace('# ovl-exit:0\n', '# ovl-exit:0\n# smoke[btrfs,tmpfs]: 7s\n'))
+        rc, text = run(out)
+        self.assertEqual(0, rc, text)
+        self.assertIn('smoke[btrfs,tmpfs]: 2 passed, 0 failed, 0 skipped (7 s)', text)
+
+    def test_binaries_never_reported(self):
+        """the top-level plan counts: a run that stopped between binaries fails"""
+        rc, text = run(PASS.replace('1..1\n# selftests', '1..3\n# selftests', 1))
+        self.assertEqual(1, rc)
+        self.assertIn('2 of 3 test binaries never reported', text)
+
     def test_no_results(self):
         rc, text = run('')
         self.assertEqual(1, rc)

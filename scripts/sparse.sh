@@ -15,6 +15,7 @@ if [ -z "$files" ]; then
 fi
 objs=$(echo "$files" | sed 's/\.c$/.o/')
 export KBUILD_BUILD_TIMESTAMP="2026-06-19" KBUILD_BUILD_USER=ovl KBUILD_BUILD_HOST=ovl-snapshots
+jobs=${JOBS:-$(nproc)}
 cc=gcc
 command -v ccache >/dev/null && cc="ccache gcc"
 
@@ -23,7 +24,7 @@ sparse_run() {
 	src=$1 out=$2
 	shift 2
 	# shellcheck disable=SC2068 # object names, split on purpose
-	make -s -C "$src" O="$(pwd)/$out" ARCH=x86_64 CC="$cc" C=2 -k $@ 2>&1 |
+	make -s -C "$src" O="$(pwd)/$out" ARCH=x86_64 CC="$cc" C=2 -k -j"$jobs" $@ 2>&1 |
 		grep -E '^[^ ]+:[0-9]+:[0-9]+: (warning|error):' |
 		sed -E -e "s|^$(pwd)/$src/||" -e 's/^([^:]+):[0-9]+:[0-9]+: /\1: /' | sort
 }
@@ -38,7 +39,7 @@ if [ ! -d "$base/src" ]; then
 fi
 mkdir -p "$base/obj"
 cp "$head/.config" "$base/obj/.config"
-make -s -C "$base/src" O="$(pwd)/$base/obj" ARCH=x86_64 CC="$cc" olddefconfig prepare >/dev/null
+make -s -C "$base/src" O="$(pwd)/$base/obj" ARCH=x86_64 CC="$cc" -j"$jobs" olddefconfig prepare >/dev/null
 bobjs=
 for o in $objs; do
 	[ -f "$base/src/${o%.o}.c" ] && bobjs="$bobjs $o"

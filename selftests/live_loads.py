@@ -261,7 +261,7 @@ class FsRun:
         try:
             return self.loads(which)
         finally:
-            fz.umount_tree(fz.SCRATCH_BASE)
+            fz.umount_fs(self.fs)
 
     def snapshot(self, which, problems):
         if not self.fresh():
@@ -282,7 +282,7 @@ class FsRun:
             self.last_moment(problems)
             return res
         finally:
-            fz.umount_tree(fz.SCRATCH_BASE)
+            fz.umount_fs(self.fs)
 
     def read_all(self, ids, problems):
         """Every snapshot mounts and reads whole, without an error."""

@@ -14,6 +14,8 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
+#include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -100,15 +102,36 @@ static inline int scratch_sh(const char *fmt, ...)
 }
 
 /*
- * Unmount every mount at or below @mnt, deepest first (lazily when busy).
- * A test that failed or was killed by the harness's timeout leaves its
- * overlays and its scratch filesystem mounted; the next mkfs of that disk
- * would then fail.
+ * Does mount point @mp belong to @mnt: @mnt itself or below it; or, when
+ * @fs is set, any SCRATCH_BASE/TAG-@fs directory or below it (whatever a
+ * test on @fs mounted, whatever its tag).
  */
-static inline void scratch_umount_tree(const char *mnt)
+static inline bool scratch_mount_of(const char *mp, const char *mnt, const char *fs)
+{
+	size_t len, base = strlen(SCRATCH_BASE), flen;
+	const char *end;
+
+	if (!fs) {
+		len = strlen(mnt);
+		return !strncmp(mp, mnt, len) && (!mp[len] || mp[len] == '/');
+	}
+	if (strncmp(mp, SCRATCH_BASE "/", base + 1))
+		return false;
+	end = strchrnul(mp + base + 1, '/');
+	flen = strlen(fs);
+	return end - (mp + base + 1) > (ptrdiff_t)flen &&
+	       end[-(ptrdiff_t)flen - 1] == '-' && !strncmp(end - flen, fs, flen);
+}
+
+/*
+ * Unmount every mount of @mnt/@fs (scratch_mount_of), deepest first
+ * (lazily when busy).  A test that failed or was killed by the harness's
+ * timeout leaves its overlays and its scratch filesystem mounted; the next
+ * mkfs of that disk would then fail.
+ */
+static inline void __scratch_umount(const char *mnt, const char *fs)
 {
 	char line[2 * PATH_MAX], mp[PATH_MAX], deepest[PATH_MAX];
-	size_t len = strlen(mnt);
 	FILE *f;
 
 	for (;;) {
@@ -118,7 +141,7 @@ static inline void scratch_umount_tree(const char *mnt)
 		deepest[0] = 0;
 		while (fgets(line, sizeof(line), f)) {
 			if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) != 1 ||
-			    strncmp(mp, mnt, len) || (mp[len] && mp[len] != '/'))
+			    !scratch_mount_of(mp, mnt, fs))
 				continue;
 			if (strlen(mp) > strlen(deepest))
 				strcpy(deepest, mp);
@@ -128,6 +151,23 @@ static inline void scratch_umount_tree(const char *mnt)
 				    umount2(deepest, MNT_DETACH)))
 			return;
 	}
+}
+
+/* Unmount every mount at or below @mnt. */
+static inline void scratch_umount_tree(const char *mnt)
+{
+	__scratch_umount(mnt, NULL);
+}
+
+/*
+ * Unmount whatever any test left mounted on filesystem @fs: every mount at
+ * or below a SCRATCH_BASE/TAG-@fs directory.  Only @fs's: the tests of the
+ * other filesystems may be running at the same time (qemu/guest-selftests.sh
+ * runs them in parallel streams, one set of filesystems each).
+ */
+static inline void scratch_umount_fs(const char *fs)
+{
+	__scratch_umount("", fs);
 }
 
 /*
@@ -161,17 +201,17 @@ static inline int scratch_wait_free(const char *dev)
  * is missing (the caller skips and says why), or another -errno with the
  * reason on stderr.
  *
- * Whatever an earlier test left mounted anywhere under SCRATCH_BASE (a
- * test killed by its timeout runs no teardown) is unmounted first, and a
- * disk is waited for until no filesystem holds it, so that one failed
- * test never makes the next ones fail their setup.
+ * Whatever an earlier test on @fs left mounted under SCRATCH_BASE (a test
+ * killed by its timeout runs no teardown) is unmounted first, and a disk
+ * is waited for until no filesystem holds it, so that one failed test
+ * never makes the next ones fail their setup.
  */
 static inline int scratch_mount(const struct scratch_fs *fs, const char *mnt)
 {
 	char dev[64];
 	int ret;
 
-	scratch_umount_tree(SCRATCH_BASE);
+	scratch_umount_fs(fs->name);
 	ret = scratch_mkdirs(mnt);
 	if (ret)
 		return ret;
@@ -182,15 +222,15 @@ static inline int scratch_mount(const struct scratch_fs *fs, const char *mnt)
 		return ret;
 	ret = scratch_wait_free(dev);
 	if (ret) {
-		fprintf(stderr, "# scratch: %s (%s) still in use after unmounting everything under %s: %s\n",
+		fprintf(stderr, "# scratch: %s (%s) still in use after unmounting its mounts under %s: %s\n",
 			dev, fs->name, SCRATCH_BASE, strerror(-ret));
 		scratch_sh("grep -e ' %s ' -e ' overlay ' /proc/self/mountinfo | sed 's/^/# scratch: mounted: /' >&2",
 			   dev);
 		return ret;
 	}
-	if (scratch_sh("%s %s >/tmp/scratch-mkfs.log 2>&1", fs->mkfs, dev)) {
+	if (scratch_sh("%s %s >/tmp/scratch-mkfs-%s.log 2>&1", fs->mkfs, dev, fs->name)) {
 		fprintf(stderr, "# scratch: '%s %s' failed:\n", fs->mkfs, dev);
-		scratch_sh("sed 's/^/# scratch: /' /tmp/scratch-mkfs.log >&2");
+		scratch_sh("sed 's/^/# scratch: /' /tmp/scratch-mkfs-%s.log >&2", fs->name);
 		return -EIO;
 	}
 	return mount(dev, mnt, fs->name, 0, NULL) ? -errno : 0;

@@ -130,6 +130,22 @@ def umount_tree(top):
             return
 
 
+def umount_fs(fs):
+    """Unmount whatever a test on @fs left mounted: everything at or below
+    a SCRATCH_BASE/TAG-@fs directory.  Only @fs's: the tests of the other
+    filesystems may be running at the same time (qemu/guest-selftests.sh)."""
+    tops = set()
+    with open("/proc/self/mountinfo") as f:
+        for line in f:
+            mp = line.split()[4].encode().decode("unicode_escape")
+            if mp.startswith(SCRATCH_BASE + "/"):
+                top = mp[len(SCRATCH_BASE) + 1:].split("/")[0]
+                if top.endswith("-" + fs) and len(top) > len(fs) + 1:
+                    tops.add(os.path.join(SCRATCH_BASE, top))
+    for top in tops:
+        umount_tree(top)
+
+
 def find_disk(serial):
     for d in sorted(os.listdir("/sys/block")):
         try:
@@ -143,7 +159,7 @@ def find_disk(serial):
 
 def scratch(fs, mnt):
     """A fresh @fs on @mnt; None when its disk is missing."""
-    umount_tree(SCRATCH_BASE)
+    umount_fs(fs)
     os.makedirs(mnt, exist_ok=True)
     if MKFS[fs] is None:
         sh("mount -t tmpfs -o size=1g tmpfs %s" % mnt)
@@ -796,7 +812,7 @@ class Run:
             self.tree.close_all()
         except Exception:
             pass
-        umount_tree(SCRATCH_BASE)
+        umount_fs(self.fs)
 
     def generate(self):
         rngs = [random.Random(self.seed * 1000 + w + 1) for w in range(self.args.workers)]
