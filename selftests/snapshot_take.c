@@ -14,13 +14,16 @@
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <linux/fs.h>
 #include <sys/fanotify.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -258,6 +261,134 @@ TEST_F(take, repeated)
 	ASSERT_EQ(0, unlink(L(self, "n2")));
 	ASSERT_EQ(0, rename(L(self, "d"), L(self, "d9")));
 	CHECK_ACTIVE(8);
+}
+
+/*
+ * Issue 18, property 1: an operation that its permission checks refuse
+ * has no side effect.  As user nobody, on root's file and directory: each
+ * call fails as the same call on a plain directory of the same filesystem
+ * does, and the store does not change (then, as the control, a permitted
+ * chmod changes it).  Not covered yet: directory entries (unlink, rename,
+ * link) and POSIX ACLs, whose value is checked after the hook.
+ */
+#define NOBODY		65534
+#define DENIED_OPS	13
+
+/* Operation @op on @dir's "df" or "dd": 0 or the errno it failed with */
+static int denied_op(const char *dir, int op)
+{
+	const struct timespec ts[2] = { { .tv_sec = 1 }, { .tv_sec = 2 } };
+	char f[PATH_MAX], d[PATH_MAX];
+	int fd, ret = 0, flags;
+
+	snprintf(f, sizeof(f), "%s/df", dir);
+	snprintf(d, sizeof(d), "%s/dd", dir);
+	switch (op) {
+	case 0: ret = chmod(f, 0666); break;
+	case 1: ret = lchown(f, NOBODY, -1); break;
+	case 2: ret = utimensat(AT_FDCWD, f, ts, 0); break;
+	case 3: ret = utimensat(AT_FDCWD, f, NULL, 0); break;
+	case 4: ret = setxattr(f, "user.a", "after", 5, 0); break;
+	case 5: ret = removexattr(f, "user.a"); break;
+	case 6: ret = truncate(f, 0); break;
+	case 7:
+		fd = open(f, O_WRONLY | O_TRUNC);
+		if (fd >= 0)
+			close(fd);
+		ret = fd < 0 ? -1 : 0;
+		break;
+	case 8: case 9: case 10:
+		fd = open(f, O_RDONLY);
+		if (fd < 0)
+			return errno;
+		if (op == 8) {
+			ret = ioctl(fd, FS_IOC_GETFLAGS, &flags);
+			if (!ret)
+				ret = ioctl(fd, FS_IOC_SETFLAGS, &flags);
+		} else if (op == 9) {
+			ret = fallocate(fd, 0, 0, 4096);
+		} else {
+			ret = ftruncate(fd, 0);
+		}
+		if (ret)
+			ret = errno;
+		close(fd);
+		return ret;
+	case 11: ret = chmod(d, 0777); break;
+	case 12: ret = setxattr(d, "user.a", "after", 5, 0); break;
+	}
+	return ret ? errno : 0;
+}
+
+/* A listing of @dir with sizes, into @out (a file) */
+static int store_listing(const char *dir, const char *out)
+{
+	return scratch_sh("cd %s && find . -printf '%%p %%y %%s %%m\\n' | sort >%s",
+			  dir, out);
+}
+
+TEST_F(take, denied_no_side_effect)
+{
+	char plain[PATH_MAX], before[PATH_MAX], after[PATH_MAX];
+	int live_err[DENIED_OPS], plain_err[DENIED_OPS];
+	int pipefd[2], st;
+	pid_t child;
+
+	join(plain, self->mnt, "plain");
+	join(before, self->mnt, "store-before");
+	join(after, self->mnt, "store-after");
+	ASSERT_EQ(0, mkdir(plain, 0755));
+	for (int i = 0; i < 2; i++) {
+		const char *dir = i ? plain : self->live;
+
+		ASSERT_EQ(0, scratch_write(snap_pathf("%s/df", dir), "root's", O_EXCL));
+		ASSERT_EQ(0, chmod(snap_pathf("%s/df", dir), 0644));
+		ASSERT_EQ(0, setxattr(snap_pathf("%s/df", dir), "user.a", "before", 6, 0));
+		ASSERT_EQ(0, mkdir(snap_pathf("%s/dd", dir), 0755));
+	}
+	ASSERT_EQ(0, take(self, 2));
+	ASSERT_EQ(0, store_listing(S(self, 2, ""), before));
+
+	ASSERT_EQ(0, pipe(pipefd));
+	child = fork();
+	ASSERT_LE(0, child);
+	if (child == 0) {
+		int errs[2 * DENIED_OPS];
+
+		if (setgroups(0, NULL) || setresgid(NOBODY, NOBODY, NOBODY) ||
+		    setresuid(NOBODY, NOBODY, NOBODY))
+			_exit(2);
+		for (int op = 0; op < DENIED_OPS; op++) {
+			errs[op] = denied_op(self->live, op);
+			errs[DENIED_OPS + op] = denied_op(plain, op);
+		}
+		_exit(write(pipefd[1], errs, sizeof(errs)) == sizeof(errs) ? 0 : 3);
+	}
+	close(pipefd[1]);
+	ASSERT_EQ((ssize_t)sizeof(live_err), read(pipefd[0], live_err, sizeof(live_err)));
+	ASSERT_EQ((ssize_t)sizeof(plain_err), read(pipefd[0], plain_err, sizeof(plain_err)));
+	close(pipefd[0]);
+	ASSERT_EQ(child, waitpid(child, &st, 0));
+	ASSERT_EQ(0, st);
+
+	for (int op = 0; op < DENIED_OPS; op++) {
+		EXPECT_NE(0, plain_err[op]) TH_LOG("op %d went through on a plain directory", op);
+		EXPECT_EQ(plain_err[op], live_err[op])
+			TH_LOG("op %d: live tree %s, plain directory %s", op,
+			       strerror(live_err[op]), strerror(plain_err[op]));
+	}
+	ASSERT_EQ(0, store_listing(S(self, 2, ""), after));
+	EXPECT_EQ(0, scratch_sh("diff -u %s %s | sed 's/^/# store: /' >&2; cmp -s %s %s",
+				before, after, before, after))
+		TH_LOG("refused operations changed the store");
+
+	/* the control: a permitted change does change it */
+	ASSERT_EQ(0, chmod(L(self, "df"), 0600));
+	ASSERT_EQ(0, store_listing(S(self, 2, ""), after));
+	EXPECT_NE(0, scratch_sh("cmp -s %s %s", before, after))
+		TH_LOG("a permitted chmod did not show in the store listing");
+	ASSERT_EQ(0, scratch_write(L(self, "df"), "changed by root", O_TRUNC));
+	CHECK_ACTIVE(2);
 }
 
 /*
